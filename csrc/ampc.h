@@ -1,0 +1,206 @@
+/* ampc.h - the one internal header of the _C extension: module state, the
+ * tensor and storage structs, the allocator, and the helpers that the type
+ * files (tensor.c, ...) and the Python-facing ops (ops.c) share.
+ */
+#ifndef AMPC_AMPC_H
+#define AMPC_AMPC_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+
+#include "kernels.h"
+
+#define AMPC_MAX_DIMS 16
+
+typedef enum {
+    AMPC_DEV_CPU = 0,
+    AMPC_DEV_CUDA = 1,
+    AMPC_NUM_DEVICE_TYPES
+} ampc_device_type;
+
+typedef struct {
+    int8_t type;            /* ampc_device_type */
+    int8_t index;           /* 0 for the CPU */
+} ampc_device;
+
+// ----------------------------------------------------------------------------
+// allocator (allocator.c): counts live and peak bytes per device
+
+void *ampc_alloc(ampc_device dev, size_t nbytes);
+void ampc_free(ampc_device dev, void *ptr, size_t nbytes);
+int64_t ampc_memory_allocated(ampc_device dev);
+int64_t ampc_max_memory_allocated(ampc_device dev);
+void ampc_reset_peak_memory(ampc_device dev);
+
+// ----------------------------------------------------------------------------
+// storage: the memory behind a tensor and all of its views.  Either owned
+// (allocated by ampc_alloc) or borrowed from `owner` (a NumPy array).
+
+typedef struct {
+    Py_ssize_t refcnt;      /* changed only with the GIL held */
+    char *data;
+    size_t nbytes;
+    ampc_device device;
+    PyObject *owner;        /* NULL when owned */
+    uint64_t version;       /* bumped by every in-place write (autograd) */
+} ampc_storage;
+
+ampc_storage *ampc_storage_new(ampc_device dev, size_t nbytes);
+ampc_storage *ampc_storage_borrow(PyObject *owner, void *data, size_t nbytes);
+void ampc_storage_decref(ampc_storage *s);
+
+// ----------------------------------------------------------------------------
+// the tensor
+
+typedef struct {
+    PyObject_HEAD
+    ampc_storage *storage;
+    char *data;                         /* first element */
+    int ndim;
+    ampc_dtype dtype;
+    ampc_device device;
+    int64_t shape[AMPC_MAX_DIMS];
+    int64_t strides[AMPC_MAX_DIMS];     /* in elements */
+    char requires_grad;
+    char retains_grad;
+    PyObject *grad;                     /* Tensor or NULL */
+    PyObject *grad_fn;                  /* autograd node or NULL */
+    PyObject *weakreflist;
+} AmpcTensorObject;
+
+typedef struct {
+    PyObject_HEAD
+    ampc_dtype dtype;
+} AmpcDtypeObject;
+
+// ----------------------------------------------------------------------------
+// module state (module.c)
+
+typedef struct {
+    PyTypeObject *tensor_base_type;     /* _C.TensorBase */
+    PyTypeObject *dtype_type;           /* _C.dtype */
+    PyTypeObject *tensor_class;         /* what ops create: ampc.Tensor */
+    PyObject *size_class;               /* ampc.Size, a tuple subclass */
+    PyObject *dtypes[AMPC_NUM_DTYPES];  /* the dtype singletons */
+    uint64_t seed;                      /* the random generator */
+    uint64_t offset;
+} ampc_state;
+
+extern PyModuleDef ampc_module;
+extern PyType_Spec ampc_tensor_spec;
+extern PyType_Spec ampc_dtype_spec;
+
+/* The state of the imported module (a borrowed pointer). */
+ampc_state *ampc_get_state(void);
+
+#define AMPC_TENSOR(op) ((AmpcTensorObject *)(op))
+int ampc_tensor_check(PyObject *op);
+
+// ----------------------------------------------------------------------------
+// tensor helpers (tensor.c)
+
+/* A new, uninitialised, contiguous tensor of state->tensor_class. */
+AmpcTensorObject *ampc_tensor_empty(int ndim, const int64_t *shape,
+                                    ampc_dtype dt, ampc_device dev);
+/* A view of `base`'s storage with its own shape, strides and data pointer;
+ * same Python type as `base`. */
+AmpcTensorObject *ampc_tensor_view(AmpcTensorObject *base, int ndim,
+                                   const int64_t *shape,
+                                   const int64_t *strides, char *data);
+int64_t ampc_numel(const AmpcTensorObject *t);
+int ampc_is_contiguous(const AmpcTensorObject *t);
+/* A contiguous tensor with t's values: t itself (new reference) when already
+ * contiguous, else a copy. */
+AmpcTensorObject *ampc_contiguous(AmpcTensorObject *t);
+
+/* dtype objects */
+PyObject *ampc_dtype_object(ampc_dtype dt);     /* borrowed */
+/* Parse a dtype argument; -1 with TypeError naming fn and arg otherwise. */
+int ampc_dtype_from_object(PyObject *obj, ampc_dtype *dt, const char *fn,
+                           const char *arg);
+const char *ampc_dtype_name(ampc_dtype dt);
+
+/* Copies src into dst (same shape after broadcasting src), casting. */
+int ampc_copy_into(AmpcTensorObject *dst, AmpcTensorObject *src);
+/* dim in [-ndim, ndim) -> [0, ndim); IndexError naming fn otherwise. */
+int ampc_wrap_dim(const char *fn, long dim, int ndim);
+/* -1 with RuntimeError unless t is on the CPU. */
+int ampc_check_cpu(const char *fn, const char *arg, AmpcTensorObject *t);
+/* One element at p as a Python float, int or bool. */
+PyObject *ampc_scalar_to_python(ampc_dtype dt, const char *p);
+/* Writes Python number v as one element of dt at p; -1 on a bad value. */
+int ampc_scalar_from_python(PyObject *v, ampc_dtype dt, char *p,
+                            const char *fn, const char *arg);
+
+double ampc_scalar_as_double(ampc_dtype dt, const char *p);
+int ampc_is_python_scalar(PyObject *v);
+/* Type promotion (scalar.c): PyTorch's result_type over tensors and Python
+ * numbers; -1 (no exception) when an operand is neither. */
+ampc_dtype ampc_promote(ampc_dtype a, ampc_dtype b);
+int ampc_result_type(int n, PyObject *const *operands, ampc_dtype *out);
+int ampc_can_cast(ampc_dtype from, ampc_dtype to);
+
+/* Parses 'cpu' | 'cuda' | 'cuda:N' | None; -1 with an exception. */
+int ampc_parse_device(PyObject *obj, ampc_device *dev, const char *fn);
+/* module.c: CUDA build and device count (0 without CUDA or a GPU). */
+int ampc_cuda_built(void);
+int ampc_cuda_count(void);
+
+/* "[2, 3]" for messages (static buffer per call site is not thread safe,
+ * so callers pass one). */
+void ampc_format_shape(char *buf, size_t size, int ndim,
+                       const int64_t *shape);
+
+int ampc_dtype_init(PyObject *module, ampc_state *st);
+int ampc_tensor_type_prepare(void);
+int ampc_numpy_init(void);
+
+// ----------------------------------------------------------------------------
+// element-wise iteration (iter.c)
+
+#define AMPC_ITER_MAX_OPS 3
+
+typedef struct {
+    int ndim;
+    int64_t shape[AMPC_MAX_DIMS];
+    int nops;
+    char *data[AMPC_ITER_MAX_OPS];
+    size_t itemsize[AMPC_ITER_MAX_OPS];
+    int64_t strides[AMPC_ITER_MAX_OPS][AMPC_MAX_DIMS];  /* elements */
+} ampc_iter;
+
+/* Called for each run of n elements along the innermost dimension, with one
+ * pointer and one element stride per operand. */
+typedef void (*ampc_inner_fn)(void *ctx, int64_t n, char **ptrs,
+                              const int64_t *strides);
+
+/* Operand 0 is the output with `shape`; every other operand is broadcast to
+ * it (its strides along size-1 or missing dims become 0).  The caller has
+ * checked that shapes broadcast. */
+void ampc_iter_init(ampc_iter *it, int nops, AmpcTensorObject **ops);
+/* Runs fn over the whole iteration space, in parallel when it is large. */
+void ampc_iter_run(const ampc_iter *it, ampc_inner_fn fn, void *ctx);
+
+/* The broadcast shape of a and b into out; -1 with ValueError naming fn. */
+int ampc_broadcast_shapes(const char *fn, int nda, const int64_t *sa,
+                          int ndb, const int64_t *sb, int *nd_out,
+                          int64_t *out);
+
+// ----------------------------------------------------------------------------
+// dispatch (dispatch.c)
+
+extern ampc_kernel_table ampc_cpu;              /* the table in use */
+extern const char *const ampc_slot_names[AMPC_NUM_SLOTS];
+/* Detects the CPU and fills ampc_cpu for the best level, or the level named
+ * by AMPC_CPU_LEVEL; -1 with a Python exception set on a bad value. */
+int ampc_dispatch_init(void);
+/* Refills ampc_cpu for `level`; -1 with ValueError if the CPU lacks it. */
+int ampc_dispatch_set_level(ampc_cpu_level level);
+ampc_cpu_level ampc_dispatch_level(void);
+ampc_cpu_level ampc_dispatch_best_level(void);
+const char *ampc_cpu_level_name(ampc_cpu_level level);
+/* The level name of the variant that runs for `slot`, or NULL. */
+const char *ampc_kernel_variant(const char *slot);
+
+#endif /* AMPC_AMPC_H */

@@ -1,0 +1,308 @@
+/* module.c - the ampc._C extension module: multi-phase init, the module
+ * state, the types, the dispatch table, and the small introspection
+ * functions (CPU level, kernel variants, CUDA build and devices).
+ *
+ * defines: (from the files it joins)
+ *   tensor.c, views.c   TensorBase and its views
+ *   dtype.c             the dtype type and its five singletons
+ *   ops.c               raw element-wise, reduction, creation and random ops
+ *   numpy_interop.c     from_numpy, numpy(), tensor_from_array, bits helpers
+ *   dispatch.c          the CPU kernel table, chosen once at import
+ */
+#include "ampc.h"
+
+#ifdef AMPC_WITH_CUDA
+#include "../cuda/ampc_cuda.h"
+#endif /* AMPC_WITH_CUDA */
+
+/* NOTE: ampc keeps one state per process: the kernel table and the
+ * allocator's counters describe the process, not an interpreter, so the
+ * module declares no support for subinterpreters and caches its state. */
+static ampc_state *the_state;
+
+ampc_state *
+ampc_get_state(void)
+{
+    return the_state;
+}
+
+int
+ampc_cuda_built(void)
+{
+#ifdef AMPC_WITH_CUDA
+    return 1;
+#else
+    return 0;
+#endif /* AMPC_WITH_CUDA */
+}
+
+int
+ampc_cuda_count(void)
+{
+#ifdef AMPC_WITH_CUDA
+    return ampc_cuda_device_count();
+#else
+    return 0;
+#endif /* AMPC_WITH_CUDA */
+}
+
+// ----------------------------------------------------------------------------
+// module functions
+
+static PyObject *
+mod_set_classes(PyObject *module, PyObject *args)
+{
+    PyObject *tensor_class, *size_class;
+    if (!PyArg_ParseTuple(args, "OO:_set_classes", &tensor_class,
+                          &size_class)) {
+        return NULL;
+    }
+    ampc_state *st = ampc_get_state();
+    if (!PyType_Check(tensor_class) ||
+        !PyType_IsSubtype((PyTypeObject *)tensor_class,
+                          st->tensor_base_type)) {
+        PyErr_SetString(PyExc_TypeError,
+                        "_set_classes(): the tensor class must subclass "
+                        "TensorBase");
+        return NULL;
+    }
+    if (!PyCallable_Check(size_class)) {
+        PyErr_SetString(PyExc_TypeError,
+                        "_set_classes(): the size class must be callable");
+        return NULL;
+    }
+    Py_XSETREF(st->tensor_class,
+               (PyTypeObject *)Py_NewRef(tensor_class));
+    Py_XSETREF(st->size_class, Py_NewRef(size_class));
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+mod_cpu_capability(PyObject *module, PyObject *unused)
+{
+    return PyUnicode_FromString(ampc_cpu_level_name(ampc_dispatch_level()));
+}
+
+static PyObject *
+mod_cpu_best_level(PyObject *module, PyObject *unused)
+{
+    return PyUnicode_FromString(
+        ampc_cpu_level_name(ampc_dispatch_best_level()));
+}
+
+static PyObject *
+mod_set_cpu_level(PyObject *module, PyObject *arg)
+{
+    const char *name = PyUnicode_Check(arg) ? PyUnicode_AsUTF8(arg) : NULL;
+    for (int lvl = 0; name != NULL && lvl < AMPC_NUM_CPU_LEVELS; lvl++) {
+        if (strcmp(name, ampc_cpu_level_name((ampc_cpu_level)lvl)) == 0) {
+            if (ampc_dispatch_set_level((ampc_cpu_level)lvl) < 0) {
+                return NULL;
+            }
+            Py_RETURN_NONE;
+        }
+    }
+    PyErr_Format(PyExc_ValueError,
+                 "_set_cpu_level(): expected 'ref', 'avx2' or 'avx512', got "
+                 "%R",
+                 arg);
+    return NULL;
+}
+
+static PyObject *
+mod_kernel_variant(PyObject *module, PyObject *arg)
+{
+    const char *name = PyUnicode_Check(arg) ? PyUnicode_AsUTF8(arg) : NULL;
+    const char *variant = name ? ampc_kernel_variant(name) : NULL;
+    if (variant == NULL) {
+        PyErr_Format(PyExc_ValueError,
+                     "kernel_variant(): unknown kernel slot %R (see "
+                     "kernel_slots())",
+                     arg);
+        return NULL;
+    }
+    return PyUnicode_FromString(variant);
+}
+
+static PyObject *
+mod_kernel_slots(PyObject *module, PyObject *unused)
+{
+    PyObject *list = PyList_New(AMPC_NUM_SLOTS);
+    for (int i = 0; list != NULL && i < AMPC_NUM_SLOTS; i++) {
+        PyObject *s = PyUnicode_FromString(ampc_slot_names[i]);
+        if (s == NULL) {
+            Py_CLEAR(list);
+            break;
+        }
+        PyList_SET_ITEM(list, i, s);
+    }
+    return list;
+}
+
+static PyObject *
+mod_cpu_features(PyObject *module, PyObject *unused)
+{
+    static const char *const names[] = {"avx2", "fma", "f16c", "avx512f",
+                                        "avx512bw", "avx512vl",
+                                        "avx512bf16"};
+    PyObject *d = PyDict_New();
+    for (size_t i = 0; d != NULL && i < sizeof(names) / sizeof(names[0]);
+         i++) {
+        if (PyDict_SetItemString(d, names[i],
+                                 ampc_cpu_has(names[i]) ? Py_True
+                                                        : Py_False) < 0) {
+            Py_CLEAR(d);
+        }
+    }
+    return d;
+}
+
+static PyObject *
+mod_cuda_is_built(PyObject *module, PyObject *unused)
+{
+    return PyBool_FromLong(ampc_cuda_built());
+}
+
+static PyObject *
+mod_cuda_device_count(PyObject *module, PyObject *unused)
+{
+    return PyLong_FromLong(ampc_cuda_count());
+}
+
+static PyMethodDef module_methods[] = {
+    {"_set_classes", mod_set_classes, METH_VARARGS,
+     "_set_classes(Tensor, Size): the classes C creates"},
+    {"cpu_capability", mod_cpu_capability, METH_NOARGS,
+     "the CPU kernel level in use: 'avx512', 'avx2' or 'ref'"},
+    {"cpu_best_level", mod_cpu_best_level, METH_NOARGS,
+     "the best CPU kernel level this machine supports"},
+    {"_set_cpu_level", mod_set_cpu_level, METH_O,
+     "_set_cpu_level(name): use the kernels of a lower level (for tests)"},
+    {"kernel_variant", mod_kernel_variant, METH_O,
+     "kernel_variant(slot) -> the level of the kernel that runs for slot"},
+    {"kernel_slots", mod_kernel_slots, METH_NOARGS, "all kernel slot names"},
+    {"cpu_features", mod_cpu_features, METH_NOARGS,
+     "the CPU features ampc checks, name -> bool"},
+    {"cuda_is_built", mod_cuda_is_built, METH_NOARGS,
+     "True when ampc was compiled with CUDA"},
+    {"cuda_device_count", mod_cuda_device_count, METH_NOARGS,
+     "the number of usable CUDA devices (0 without CUDA or a GPU)"},
+    {NULL},
+};
+
+// ----------------------------------------------------------------------------
+// module definition
+
+extern PyMethodDef ampc_ops_methods[];
+extern PyMethodDef ampc_numpy_functions[];
+
+static PyMethodDef all_functions[64];
+
+static int
+join_functions(void)
+{
+    const PyMethodDef *tables[] = {module_methods, ampc_ops_methods,
+                                   ampc_numpy_functions};
+    size_t n = 0;
+    for (size_t t = 0; t < sizeof(tables) / sizeof(tables[0]); t++) {
+        for (const PyMethodDef *m = tables[t]; m->ml_name != NULL; m++) {
+            if (n + 1 >= sizeof(all_functions) / sizeof(all_functions[0])) {
+                return -1;
+            }
+            all_functions[n++] = *m;
+        }
+    }
+    return 0;
+}
+
+#define ADD_TYPE(module, slot, spec, base)                                  \
+    do {                                                                    \
+        slot = (PyTypeObject *)PyType_FromModuleAndSpec(module, spec,       \
+                                                        base);              \
+        if (slot == NULL || PyModule_AddType(module, slot) < 0) {           \
+            return -1;                                                      \
+        }                                                                   \
+    } while (0)
+
+static int
+ampc_exec(PyObject *module)
+{
+    ampc_state *st = PyModule_GetState(module);
+    the_state = st;
+    st->seed = 67280421310721ULL;   /* PyTorch's default seed */
+    st->offset = 0;
+    if (ampc_tensor_type_prepare() < 0 || ampc_numpy_init() < 0) {
+        return -1;
+    }
+    ADD_TYPE(module, st->dtype_type, &ampc_dtype_spec, NULL);
+    ADD_TYPE(module, st->tensor_base_type, &ampc_tensor_spec, NULL);
+    st->tensor_class = (PyTypeObject *)Py_NewRef(st->tensor_base_type);
+    if (ampc_dtype_init(module, st) < 0) {
+        return -1;
+    }
+    if (ampc_dispatch_init() < 0) {
+        return -1;
+    }
+    return 0;
+}
+
+static int
+ampc_traverse(PyObject *module, visitproc visit, void *arg)
+{
+    ampc_state *st = PyModule_GetState(module);
+    Py_VISIT(st->tensor_base_type);
+    Py_VISIT(st->dtype_type);
+    Py_VISIT(st->tensor_class);
+    Py_VISIT(st->size_class);
+    for (int i = 0; i < AMPC_NUM_DTYPES; i++) {
+        Py_VISIT(st->dtypes[i]);
+    }
+    return 0;
+}
+
+static int
+ampc_clear(PyObject *module)
+{
+    ampc_state *st = PyModule_GetState(module);
+    Py_CLEAR(st->tensor_base_type);
+    Py_CLEAR(st->dtype_type);
+    Py_CLEAR(st->tensor_class);
+    Py_CLEAR(st->size_class);
+    for (int i = 0; i < AMPC_NUM_DTYPES; i++) {
+        Py_CLEAR(st->dtypes[i]);
+    }
+    return 0;
+}
+
+static void
+ampc_free_module(void *module)
+{
+    ampc_clear((PyObject *)module);
+}
+
+static PyModuleDef_Slot ampc_slots[] = {
+    {Py_mod_exec, ampc_exec},
+    {0, NULL},
+};
+
+PyModuleDef ampc_module = {
+    PyModuleDef_HEAD_INIT,
+    .m_name = "ampc._C",
+    .m_doc = "ampc's C engine: tensors, kernels, dispatch.",
+    .m_size = sizeof(ampc_state),
+    .m_methods = all_functions,
+    .m_slots = ampc_slots,
+    .m_traverse = ampc_traverse,
+    .m_clear = ampc_clear,
+    .m_free = ampc_free_module,
+};
+
+PyMODINIT_FUNC
+PyInit__C(void)
+{
+    if (join_functions() < 0) {
+        PyErr_SetString(PyExc_SystemError, "ampc: function table is full");
+        return NULL;
+    }
+    return PyModuleDef_Init(&ampc_module);
+}
