@@ -66,6 +66,7 @@ typedef struct {
     char retains_grad;
     PyObject *grad;                     /* Tensor or NULL */
     PyObject *grad_fn;                  /* autograd node or NULL */
+    PyObject *base;                     /* the tensor a view was made of */
     PyObject *weakreflist;
 } AmpcTensorObject;
 
@@ -104,7 +105,7 @@ int ampc_tensor_check(PyObject *op);
 AmpcTensorObject *ampc_tensor_empty(int ndim, const int64_t *shape,
                                     ampc_dtype dt, ampc_device dev);
 /* A view of `base`'s storage with its own shape, strides and data pointer;
- * same Python type as `base`. */
+ * same Python type as `base`; its _base is base's root tensor. */
 AmpcTensorObject *ampc_tensor_view(AmpcTensorObject *base, int ndim,
                                    const int64_t *shape,
                                    const int64_t *strides, char *data);

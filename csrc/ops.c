@@ -609,11 +609,13 @@ prepare_out(const char *fn, PyObject *out_obj, int nd, const int64_t *shape,
         return NULL;
     }
     if (!ampc_can_cast(result, out->dtype)) {
+        /* PyTorch's wording, with its ScalarType names */
+        static const char *const scalar_type[AMPC_NUM_DTYPES] = {
+            "Float", "Half", "BFloat16", "Long", "Bool"};
         PyErr_Format(PyExc_RuntimeError,
                      "%s(): result type %s can't be cast to the desired "
                      "output type %s",
-                     fn, ampc_dtype_name(result),
-                     ampc_dtype_name(out->dtype));
+                     fn, scalar_type[result], scalar_type[out->dtype]);
         return NULL;
     }
     if (has_internal_overlap(out)) {

@@ -101,6 +101,7 @@ ampc_tensor_view(AmpcTensorObject *base, int ndim, const int64_t *shape,
     }
     t->storage = base->storage;
     t->storage->refcnt++;
+    t->base = Py_NewRef(base->base != NULL ? base->base : (PyObject *)base);
     t->data = data;
     t->ndim = ndim;
     t->dtype = base->dtype;
@@ -154,6 +155,7 @@ tensor_traverse(AmpcTensorObject *self, visitproc visit, void *arg)
     Py_VISIT(Py_TYPE(self));
     Py_VISIT(self->grad);
     Py_VISIT(self->grad_fn);
+    Py_VISIT(self->base);
     if (self->storage != NULL) {
         Py_VISIT(self->storage->owner);
     }
@@ -165,6 +167,7 @@ tensor_clear(AmpcTensorObject *self)
 {
     Py_CLEAR(self->grad);
     Py_CLEAR(self->grad_fn);
+    Py_CLEAR(self->base);
     return 0;
 }
 
@@ -397,6 +400,12 @@ tensor_set_retains_grad(AmpcTensorObject *self, PyObject *value,
 }
 
 static PyObject *
+tensor_get_base(AmpcTensorObject *self, void *closure)
+{
+    return Py_NewRef(self->base != NULL ? self->base : Py_None);
+}
+
+static PyObject *
 tensor_get_version(AmpcTensorObject *self, void *closure)
 {
     return PyLong_FromUnsignedLongLong(self->storage->version);
@@ -422,6 +431,8 @@ static PyGetSetDef tensor_getset[] = {
      "True when no autograd node produced it", NULL},
     {"_retains_grad", (getter)tensor_get_retains_grad,
      (setter)tensor_set_retains_grad, NULL, NULL},
+    {"_base", (getter)tensor_get_base, NULL,
+     "the tensor this view was made from, or None", NULL},
     {"_version", (getter)tensor_get_version, NULL,
      "in-place write counter, shared by views", NULL},
     {NULL},

@@ -176,10 +176,13 @@ view_impl(AmpcTensorObject *self, PyObject *shape_obj, const char *fn,
         return NULL;
     }
     compute_view_strides(c->ndim, c->shape, c->strides, nd, shape, strides);
-    PyObject *out = (PyObject *)ampc_tensor_view(c, nd, shape, strides,
-                                                 c->data);
+    AmpcTensorObject *out = ampc_tensor_view(c, nd, shape, strides,
+                                             c->data);
     Py_DECREF(c);
-    return out;
+    if (out != NULL) {
+        Py_CLEAR(out->base);    /* a copy, not a view of self */
+    }
+    return (PyObject *)out;
 }
 
 static PyObject *
@@ -534,11 +537,17 @@ error:
     return NULL;
 }
 
+/* Shares storage but not history: no _base, so autograd never routes a
+ * write through the detached tensor back into self's graph. */
 static PyObject *
 tensor_detach(AmpcTensorObject *self, PyObject *unused)
 {
-    return (PyObject *)ampc_tensor_view(self, self->ndim, self->shape,
-                                        self->strides, self->data);
+    AmpcTensorObject *t = ampc_tensor_view(self, self->ndim, self->shape,
+                                           self->strides, self->data);
+    if (t != NULL) {
+        Py_CLEAR(t->base);
+    }
+    return (PyObject *)t;
 }
 
 static PyObject *

@@ -1,0 +1,71 @@
+"""ampc: mixed-precision training for Python with a C/CUDA engine, behind
+PyTorch's names (``import ampc as torch``).
+
+>>> import ampc
+>>> x = ampc.ones(2, 3, requires_grad=True)
+>>> y = (x.half() * 2).float().sum()
+>>> y.backward()
+>>> x.grad
+tensor([[2., 2., 2.],
+        [2., 2., 2.]])
+"""
+# noqa: F401 below: these are re-exports (ampc's public names)
+from . import _C
+from ._dtype_device import (  # noqa: F401
+    Size, device, dtype, float32, float16, bfloat16, int64, bool_ as bool,
+    _device_str,
+)
+from .tensor import Tensor, return_types  # noqa: F401
+from . import autograd  # noqa: F401
+from .autograd import (  # noqa: F401
+    no_grad, enable_grad, set_grad_enabled, is_grad_enabled, inference_mode,
+)
+from ._creation import *            # noqa: F401,F403 (creation + functions)
+from ._creation import __all__ as _creation_all
+from ._creation import FUNCTIONS as _FUNCTIONS
+from . import cuda  # noqa: F401
+from . import backends  # noqa: F401
+
+# Every tensor C creates is an ampc.Tensor, every shape an ampc.Size.
+_C._set_classes(Tensor, Size)
+
+globals().update(_FUNCTIONS)        # ampc.add, ampc.sum, ampc.max, ...
+
+float = float32
+half = float16
+long = int64
+
+__version__ = "0.1.0"
+
+
+def memory_allocated(device="cpu"):  # noqa: F811
+    """Bytes of live tensor storage on ``device`` ("cpu" by default).
+
+    >>> import ampc
+    >>> before = ampc.memory_allocated()
+    >>> t = ampc.empty(1000)
+    >>> ampc.memory_allocated() - before
+    4000
+    """
+    return _C.memory_allocated(_device_str("memory_allocated", device))
+
+
+def max_memory_allocated(device="cpu"):  # noqa: F811
+    """The peak of ``memory_allocated(device)`` since the last reset."""
+    return _C.max_memory_allocated(
+        _device_str("max_memory_allocated", device))
+
+
+def reset_peak_memory_stats(device="cpu"):  # noqa: F811
+    """Restart the peak count of ``device`` from its current live bytes."""
+    _C.reset_peak_memory_stats(
+        _device_str("reset_peak_memory_stats", device))
+
+
+__all__ = [
+    "Tensor", "Size", "device", "dtype", "float32", "float", "float16",
+    "half", "bfloat16", "int64", "long", "bool", "autograd", "no_grad",
+    "enable_grad", "set_grad_enabled", "is_grad_enabled", "inference_mode",
+    "cuda", "backends", "memory_allocated", "max_memory_allocated",
+    "reset_peak_memory_stats", "return_types",
+] + list(_creation_all) + list(_FUNCTIONS)

@@ -1,0 +1,4 @@
+"""``ampc.backends``: which kernels run (``ampc.backends.cpu``)."""
+from . import cpu
+
+__all__ = ["cpu"]
