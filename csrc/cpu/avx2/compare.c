@@ -1,0 +1,19 @@
+/* compare.c - eq, ne, lt, le, gt and ge of strided runs, into bool:
+ * cpu/loops.h compiled for AVX2 + FMA + F16C.
+ */
+#if defined(__x86_64__)
+
+#include "cpu/loops.h"
+
+// ----------------------------------------------------------------------------
+// AVX2
+
+/* a (n) at stride sa, b (n) at stride sb -> out (n, bool) at stride so */
+AMPC_TARGET_AVX2 void
+ampc_compare_avx2(ampc_compare_op op, ampc_dtype dt, int64_t n, const void *a,
+                  int64_t sa, const void *b, int64_t sb, void *out, int64_t so)
+{
+    ampc_compare_loop(&ampc_cvt_avx2, op, dt, n, a, sa, b, sb, out, so);
+}
+
+#endif /* __x86_64__ */

@@ -1,0 +1,1276 @@
+/* loops.h - the element-wise and reduction loops of every CPU level, written
+ * once in portable C.  Each level calls them from a function tagged with its
+ * target (cpu.h), so they are inlined there and auto-vectorised for that ISA;
+ * float16/bfloat16 runs go through the level's converters.  The results are
+ * therefore the same bits at every level, reductions included (except which
+ * payload a NaN + NaN returns: x86 keeps the first operand's, and a compiler
+ * may swap the operands of a commutative add or multiply).
+ *
+ * Element-wise kernels work in blocks of AMPC_BLOCK elements: each input is
+ * widened into a float32 buffer (or used in place when it is contiguous
+ * float32), the float32 loop runs, and the block is narrowed once at store.
+ */
+#ifndef AMPC_CPU_LOOPS_H
+#define AMPC_CPU_LOOPS_H
+
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "amp_math.h"
+#include "cpu/cpu.h"
+#include "kernels.h"
+
+#define AMPC_BLOCK 512              /* elements per element-wise block */
+#define AMPC_RED_LANES 64           /* independent float32 partial sums */
+/* No float32 partial sum adds more than AMPC_RED_LANES terms before it is
+ * folded into a double, which keeps long sums accurate. */
+#define AMPC_RED_BLOCK (AMPC_RED_LANES * AMPC_RED_LANES)
+#define AMPC_RED_TILE 256           /* columns per ampc_reduce_parts.cols */
+
+// ----------------------------------------------------------------------------
+// one-value rules, shared by every loop below
+
+/* The i-th element at stride s (in elements of es bytes). */
+static inline const char *
+ampc_at(const void *p, int64_t i, int64_t s, size_t es)
+{
+    return (const char *)p + i * s * (int64_t)es;
+}
+
+/* torch.maximum / torch.minimum: NaN if either is NaN, b on ties.  The NaN
+ * is selected, not computed (a + b), so its bits do not depend on how the
+ * compiler orders a commutative add. */
+static inline float
+ampc_maximum_f32(float a, float b)
+{
+    return a != a ? a : (b != b ? b : (a > b ? a : b));
+}
+
+static inline float
+ampc_minimum_f32(float a, float b)
+{
+    return a != a ? a : (b != b ? b : (a < b ? a : b));
+}
+
+/* relu keeps NaN (as torch does); relu(-0) = +0. */
+static inline float
+ampc_relu_f32(float x)
+{
+    return (x > 0.0f || x != x) ? x : 0.0f;
+}
+
+/* As torch.sign: sign(+-0) = +0 and sign(NaN) = 0 (pytorch#41245; NumPy
+ * gives NaN). */
+static inline float
+ampc_sign_f32(float x)
+{
+    return (float)((x > 0.0f) - (x < 0.0f));
+}
+
+/* NOTE: C leaves float -> int64 undefined out of range; this gives what
+ * x86's cvttss2si gives (INT64_MIN for NaN and out of range). */
+static inline int64_t
+ampc_f64_to_i64(double d)
+{
+    if (d >= -9223372036854775808.0 && d < 9223372036854775808.0) {
+        return (int64_t)d;
+    }
+    return INT64_MIN;
+}
+
+static inline int64_t
+ampc_f32_to_i64(float f)
+{
+    return ampc_f64_to_i64(f);
+}
+
+/* d rounded to float32 to odd: an inexact result gets its last bit set.
+ * Rounding that to float16 or bfloat16 (RNE) then equals rounding d directly,
+ * since float32 keeps more than two extra bits. */
+static inline float
+ampc_f64_to_f32_odd(double d)
+{
+    float f = (float)d;
+    if ((double)f == d || d != d) {
+        return f;
+    }
+    uint32_t u = ampc_f32_bits(f);
+    if (fabs((double)f) > fabs(d)) {
+        u -= 1;                         /* rounded away: step back to trunc */
+    }
+    return ampc_f32_from_bits(u | 1u);
+}
+
+/* One element as float32 (exact for the float dtypes). */
+static inline float
+ampc_load_f32(ampc_dtype dt, const void *p)
+{
+    switch (dt) {
+    case AMPC_FLOAT32:
+        return *(const float *)p;
+    case AMPC_FLOAT16:
+        return ampc_f16_to_f32(*(const uint16_t *)p);
+    case AMPC_BFLOAT16:
+        return ampc_bf16_to_f32(*(const uint16_t *)p);
+    case AMPC_INT64:
+        return (float)*(const int64_t *)p;
+    default:
+        return *(const uint8_t *)p != 0;
+    }
+}
+
+/* One int64 or bool element as int64 (bool as 0/1). */
+static inline int64_t
+ampc_load_i64(ampc_dtype dt, const void *p)
+{
+    if (dt == AMPC_INT64) {
+        return *(const int64_t *)p;
+    }
+    return *(const uint8_t *)p != 0;
+}
+
+/* Stores d rounded once (RNE) to dt. */
+static inline void
+ampc_store_f64(ampc_dtype dt, void *p, double d)
+{
+    switch (dt) {
+    case AMPC_FLOAT32:
+        *(float *)p = (float)d;
+        break;
+    case AMPC_FLOAT16:
+        *(uint16_t *)p = ampc_f32_to_f16(ampc_f64_to_f32_odd(d));
+        break;
+    case AMPC_BFLOAT16:
+        *(uint16_t *)p = ampc_f32_to_bf16(ampc_f64_to_f32_odd(d));
+        break;
+    case AMPC_INT64:
+        *(int64_t *)p = ampc_f64_to_i64(d);
+        break;
+    default:
+        *(uint8_t *)p = d != 0.0;
+        break;
+    }
+}
+
+/* a ** b for int64, wrapping; b < 0 (rejected by the caller) gives the
+ * truncated real result. */
+static inline int64_t
+ampc_pow_i64(int64_t a, int64_t b)
+{
+    if (b < 0) {
+        return a == 1 ? 1 : (a == -1 ? ((b & 1) ? -1 : 1) : 0);
+    }
+    uint64_t r = 1;
+    uint64_t base = (uint64_t)a;
+    for (uint64_t e = (uint64_t)b; e != 0; e >>= 1) {
+        if (e & 1) {
+            r *= base;
+        }
+        base *= base;
+    }
+    return (int64_t)r;
+}
+
+/* Truncating int64 division, total: x / 0 = 0 and INT64_MIN / -1 wraps.
+ * Never requested by ops.c (true division is float). */
+static inline int64_t
+ampc_div_i64(int64_t a, int64_t b)
+{
+    if (b == 0) {
+        return 0;
+    }
+    if (b == -1) {
+        return (int64_t)(0 - (uint64_t)a);
+    }
+    return a / b;
+}
+
+// ----------------------------------------------------------------------------
+// blocks: one operand's run of n elements in a compute type (buffers hold n)
+
+/* As float32: a pointer straight into a contiguous float32 operand, else
+ * `buf` filled (strided 16-bit runs are gathered into `tmp` first). */
+static AMPC_ALWAYS_INLINE const float *
+ampc_load_block_f32(const ampc_converters *cv, ampc_dtype dt, const void *p,
+                    int64_t s, int64_t n, float *buf, uint16_t *tmp)
+{
+    int64_t i;
+    switch (dt) {
+    case AMPC_FLOAT32:
+        if (s == 1) {
+            return (const float *)p;
+        }
+        for (i = 0; i < n; i++) {
+            buf[i] = ((const float *)p)[i * s];
+        }
+        return buf;
+    case AMPC_FLOAT16:
+    case AMPC_BFLOAT16: {
+        const uint16_t *h = (const uint16_t *)p;
+        if (s != 1) {
+            for (i = 0; i < n; i++) {
+                tmp[i] = h[i * s];
+            }
+            h = tmp;
+        }
+        if (dt == AMPC_FLOAT16) {
+            cv->f16_to_f32(n, h, buf);
+        }
+        else {
+            cv->bf16_to_f32(n, h, buf);
+        }
+        return buf;
+    }
+    case AMPC_INT64:
+        for (i = 0; i < n; i++) {
+            buf[i] = (float)((const int64_t *)p)[i * s];
+        }
+        return buf;
+    default:
+        for (i = 0; i < n; i++) {
+            buf[i] = ((const uint8_t *)p)[i * s] != 0;
+        }
+        return buf;
+    }
+}
+
+/* Narrows float32 f[0:n] into dt at p (stride s), rounding once. */
+static AMPC_ALWAYS_INLINE void
+ampc_store_block_f32(const ampc_converters *cv, ampc_dtype dt,
+                     const float *f, int64_t n, void *p, int64_t s,
+                     uint16_t *tmp)
+{
+    int64_t i;
+    switch (dt) {
+    case AMPC_FLOAT32:
+        if (s == 1) {
+            if ((float *)p != f) {
+                memmove(p, f, (size_t)n * sizeof(float));
+            }
+            return;
+        }
+        for (i = 0; i < n; i++) {
+            ((float *)p)[i * s] = f[i];
+        }
+        return;
+    case AMPC_FLOAT16:
+    case AMPC_BFLOAT16: {
+        uint16_t *h = s == 1 ? (uint16_t *)p : tmp;
+        if (dt == AMPC_FLOAT16) {
+            cv->f32_to_f16(n, f, h);
+        }
+        else {
+            cv->f32_to_bf16(n, f, h);
+        }
+        if (s != 1) {
+            for (i = 0; i < n; i++) {
+                ((uint16_t *)p)[i * s] = tmp[i];
+            }
+        }
+        return;
+    }
+    case AMPC_INT64:
+        for (i = 0; i < n; i++) {
+            ((int64_t *)p)[i * s] = ampc_f32_to_i64(f[i]);
+        }
+        return;
+    default:
+        for (i = 0; i < n; i++) {
+            ((uint8_t *)p)[i * s] = f[i] != 0.0f;
+        }
+        return;
+    }
+}
+
+/* As int64 (bool reads as 0/1): in place when contiguous int64. */
+static AMPC_ALWAYS_INLINE const int64_t *
+ampc_load_block_i64(ampc_dtype dt, const void *p, int64_t s, int64_t n,
+                    int64_t *buf)
+{
+    int64_t i;
+    if (dt == AMPC_INT64) {
+        if (s == 1) {
+            return (const int64_t *)p;
+        }
+        for (i = 0; i < n; i++) {
+            buf[i] = ((const int64_t *)p)[i * s];
+        }
+        return buf;
+    }
+    for (i = 0; i < n; i++) {
+        buf[i] = ((const uint8_t *)p)[i * s] != 0;
+    }
+    return buf;
+}
+
+/* Raw bool bytes (any nonzero byte is true): in place when contiguous. */
+static AMPC_ALWAYS_INLINE const uint8_t *
+ampc_load_block_u8(const void *p, int64_t s, int64_t n, uint8_t *buf)
+{
+    if (s == 1) {
+        return (const uint8_t *)p;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        buf[i] = ((const uint8_t *)p)[i * s];
+    }
+    return buf;
+}
+
+/* Copies a computed block to a strided output (contiguous outputs are
+ * computed in place and need no copy). */
+static AMPC_ALWAYS_INLINE void
+ampc_scatter_i64(const int64_t *src, int64_t n, void *p, int64_t s)
+{
+    for (int64_t i = 0; i < n; i++) {
+        ((int64_t *)p)[i * s] = src[i];
+    }
+}
+
+static AMPC_ALWAYS_INLINE void
+ampc_scatter_u8(const uint8_t *src, int64_t n, void *p, int64_t s)
+{
+    for (int64_t i = 0; i < n; i++) {
+        ((uint8_t *)p)[i * s] = src[i];
+    }
+}
+
+static inline int64_t
+ampc_block_len(int64_t n, int64_t i)
+{
+    return n - i < AMPC_BLOCK ? n - i : AMPC_BLOCK;
+}
+
+// ----------------------------------------------------------------------------
+// compute loops on contiguous blocks (the part that vectorises)
+
+static AMPC_ALWAYS_INLINE void
+ampc_binary_f32(ampc_binary_op op, int64_t n, const float *a, const float *b,
+                float *o)
+{
+    int64_t i;
+    switch (op) {
+    case AMPC_BIN_ADD:
+        for (i = 0; i < n; i++) {
+            o[i] = a[i] + b[i];
+        }
+        break;
+    case AMPC_BIN_SUB:
+        for (i = 0; i < n; i++) {
+            o[i] = a[i] - b[i];
+        }
+        break;
+    case AMPC_BIN_MUL:
+        for (i = 0; i < n; i++) {
+            o[i] = a[i] * b[i];
+        }
+        break;
+    case AMPC_BIN_DIV:
+        for (i = 0; i < n; i++) {
+            o[i] = a[i] / b[i];
+        }
+        break;
+    case AMPC_BIN_MAXIMUM:
+        for (i = 0; i < n; i++) {
+            o[i] = ampc_maximum_f32(a[i], b[i]);
+        }
+        break;
+    case AMPC_BIN_MINIMUM:
+        for (i = 0; i < n; i++) {
+            o[i] = ampc_minimum_f32(a[i], b[i]);
+        }
+        break;
+    default:
+        for (i = 0; i < n; i++) {
+            o[i] = powf(a[i], b[i]);
+        }
+        break;
+    }
+}
+
+/* Wrap-around arithmetic, done unsigned to stay clear of overflow UB. */
+static AMPC_ALWAYS_INLINE void
+ampc_binary_i64(ampc_binary_op op, int64_t n, const int64_t *a,
+                const int64_t *b, int64_t *o)
+{
+    int64_t i;
+    switch (op) {
+    case AMPC_BIN_ADD:
+        for (i = 0; i < n; i++) {
+            o[i] = (int64_t)((uint64_t)a[i] + (uint64_t)b[i]);
+        }
+        break;
+    case AMPC_BIN_SUB:
+        for (i = 0; i < n; i++) {
+            o[i] = (int64_t)((uint64_t)a[i] - (uint64_t)b[i]);
+        }
+        break;
+    case AMPC_BIN_MUL:
+        for (i = 0; i < n; i++) {
+            o[i] = (int64_t)((uint64_t)a[i] * (uint64_t)b[i]);
+        }
+        break;
+    case AMPC_BIN_DIV:
+        for (i = 0; i < n; i++) {
+            o[i] = ampc_div_i64(a[i], b[i]);
+        }
+        break;
+    case AMPC_BIN_MAXIMUM:
+        for (i = 0; i < n; i++) {
+            o[i] = a[i] > b[i] ? a[i] : b[i];
+        }
+        break;
+    case AMPC_BIN_MINIMUM:
+        for (i = 0; i < n; i++) {
+            o[i] = a[i] < b[i] ? a[i] : b[i];
+        }
+        break;
+    default:
+        for (i = 0; i < n; i++) {
+            o[i] = ampc_pow_i64(a[i], b[i]);
+        }
+        break;
+    }
+}
+
+/* ADD and MAXIMUM are "or", MUL and MINIMUM "and".  SUB, DIV and POW are
+ * rejected by the caller; here they give the 0/1 integer result where one
+ * exists (xor, a ** b = a or not b) and "and" for DIV. */
+static AMPC_ALWAYS_INLINE void
+ampc_binary_bool(ampc_binary_op op, int64_t n, const uint8_t *a,
+                 const uint8_t *b, uint8_t *o)
+{
+    int64_t i;
+    switch (op) {
+    case AMPC_BIN_ADD:
+    case AMPC_BIN_MAXIMUM:
+        for (i = 0; i < n; i++) {
+            o[i] = (a[i] | b[i]) != 0;
+        }
+        break;
+    case AMPC_BIN_SUB:
+        for (i = 0; i < n; i++) {
+            o[i] = (a[i] != 0) != (b[i] != 0);
+        }
+        break;
+    case AMPC_BIN_POW:
+        for (i = 0; i < n; i++) {
+            o[i] = (a[i] != 0) | (b[i] == 0);
+        }
+        break;
+    default:
+        for (i = 0; i < n; i++) {
+            o[i] = (a[i] != 0) & (b[i] != 0);
+        }
+        break;
+    }
+}
+
+/* NaN compares false except for NE. */
+static AMPC_ALWAYS_INLINE void
+ampc_compare_f32(ampc_compare_op op, int64_t n, const float *a,
+                 const float *b, uint8_t *o)
+{
+    int64_t i;
+    switch (op) {
+    case AMPC_CMP_EQ:
+        for (i = 0; i < n; i++) {
+            o[i] = a[i] == b[i];
+        }
+        break;
+    case AMPC_CMP_NE:
+        for (i = 0; i < n; i++) {
+            o[i] = a[i] != b[i];
+        }
+        break;
+    case AMPC_CMP_LT:
+        for (i = 0; i < n; i++) {
+            o[i] = a[i] < b[i];
+        }
+        break;
+    case AMPC_CMP_LE:
+        for (i = 0; i < n; i++) {
+            o[i] = a[i] <= b[i];
+        }
+        break;
+    case AMPC_CMP_GT:
+        for (i = 0; i < n; i++) {
+            o[i] = a[i] > b[i];
+        }
+        break;
+    default:
+        for (i = 0; i < n; i++) {
+            o[i] = a[i] >= b[i];
+        }
+        break;
+    }
+}
+
+static AMPC_ALWAYS_INLINE void
+ampc_compare_i64(ampc_compare_op op, int64_t n, const int64_t *a,
+                 const int64_t *b, uint8_t *o)
+{
+    int64_t i;
+    switch (op) {
+    case AMPC_CMP_EQ:
+        for (i = 0; i < n; i++) {
+            o[i] = a[i] == b[i];
+        }
+        break;
+    case AMPC_CMP_NE:
+        for (i = 0; i < n; i++) {
+            o[i] = a[i] != b[i];
+        }
+        break;
+    case AMPC_CMP_LT:
+        for (i = 0; i < n; i++) {
+            o[i] = a[i] < b[i];
+        }
+        break;
+    case AMPC_CMP_LE:
+        for (i = 0; i < n; i++) {
+            o[i] = a[i] <= b[i];
+        }
+        break;
+    case AMPC_CMP_GT:
+        for (i = 0; i < n; i++) {
+            o[i] = a[i] > b[i];
+        }
+        break;
+    default:
+        for (i = 0; i < n; i++) {
+            o[i] = a[i] >= b[i];
+        }
+        break;
+    }
+}
+
+/* Every unary op but ISFINITE (which writes bool). */
+static AMPC_ALWAYS_INLINE void
+ampc_unary_f32(ampc_unary_op op, int64_t n, const float *a, float *o)
+{
+    int64_t i;
+    switch (op) {
+    case AMPC_UN_NEG:
+        for (i = 0; i < n; i++) {
+            o[i] = -a[i];
+        }
+        break;
+    case AMPC_UN_ABS:
+        for (i = 0; i < n; i++) {
+            o[i] = fabsf(a[i]);
+        }
+        break;
+    case AMPC_UN_SQRT:
+        for (i = 0; i < n; i++) {
+            o[i] = sqrtf(a[i]);
+        }
+        break;
+    case AMPC_UN_EXP:
+        for (i = 0; i < n; i++) {
+            o[i] = expf(a[i]);
+        }
+        break;
+    case AMPC_UN_LOG:
+        for (i = 0; i < n; i++) {
+            o[i] = logf(a[i]);
+        }
+        break;
+    case AMPC_UN_RELU:
+        for (i = 0; i < n; i++) {
+            o[i] = ampc_relu_f32(a[i]);
+        }
+        break;
+    default:
+        for (i = 0; i < n; i++) {
+            o[i] = ampc_sign_f32(a[i]);
+        }
+        break;
+    }
+}
+
+/* NEG ABS RELU SIGN (the caller promotes the others to float); wrapping, so
+ * -INT64_MIN and |INT64_MIN| are INT64_MIN. */
+static AMPC_ALWAYS_INLINE void
+ampc_unary_i64(ampc_unary_op op, int64_t n, const int64_t *a, int64_t *o)
+{
+    int64_t i;
+    switch (op) {
+    case AMPC_UN_NEG:
+        for (i = 0; i < n; i++) {
+            o[i] = (int64_t)(0 - (uint64_t)a[i]);
+        }
+        break;
+    case AMPC_UN_ABS:
+        for (i = 0; i < n; i++) {
+            o[i] = a[i] < 0 ? (int64_t)(0 - (uint64_t)a[i]) : a[i];
+        }
+        break;
+    case AMPC_UN_RELU:
+        for (i = 0; i < n; i++) {
+            o[i] = a[i] > 0 ? a[i] : 0;
+        }
+        break;
+    default:
+        for (i = 0; i < n; i++) {
+            o[i] = (a[i] > 0) - (a[i] < 0);
+        }
+        break;
+    }
+}
+
+// ----------------------------------------------------------------------------
+// element-wise kernels (the bodies of ampc_{cast,binary,compare,unary}_*)
+//
+// Called from inside the iterator's OpenMP region, so no OpenMP here.  An
+// input of stride 0 is read once and spread over its whole buffer.
+
+static AMPC_ALWAYS_INLINE void
+ampc_binary_loop(const ampc_converters *cv, ampc_binary_op op, ampc_dtype dt,
+                 int64_t n, const void *a, int64_t sa, const void *b,
+                 int64_t sb, void *out, int64_t so)
+{
+    size_t es = ampc_dtype_size[dt];
+    int64_t first = n < AMPC_BLOCK ? n : AMPC_BLOCK;
+    int64_t i, j;
+
+    if (n <= 0) {
+        return;
+    }
+    if (dt == AMPC_INT64) {
+        int64_t abuf[AMPC_BLOCK], bbuf[AMPC_BLOCK], obuf[AMPC_BLOCK];
+        for (j = 0; j < first; j++) {
+            abuf[j] = *(const int64_t *)a;
+            bbuf[j] = *(const int64_t *)b;
+        }
+        for (i = 0; i < n; i += AMPC_BLOCK) {
+            int64_t m = ampc_block_len(n, i);
+            const int64_t *pa = sa == 0 ? abuf : ampc_load_block_i64(
+                dt, ampc_at(a, i, sa, es), sa, m, abuf);
+            const int64_t *pb = sb == 0 ? bbuf : ampc_load_block_i64(
+                dt, ampc_at(b, i, sb, es), sb, m, bbuf);
+            int64_t *po = so == 1 ? (int64_t *)out + i : obuf;
+            ampc_binary_i64(op, m, pa, pb, po);
+            if (po == obuf) {
+                ampc_scatter_i64(obuf, m, (char *)ampc_at(out, i, so, es),
+                                 so);
+            }
+        }
+        return;
+    }
+    if (dt == AMPC_BOOL) {
+        uint8_t abuf[AMPC_BLOCK], bbuf[AMPC_BLOCK], obuf[AMPC_BLOCK];
+        memset(abuf, *(const uint8_t *)a, (size_t)first);
+        memset(bbuf, *(const uint8_t *)b, (size_t)first);
+        for (i = 0; i < n; i += AMPC_BLOCK) {
+            int64_t m = ampc_block_len(n, i);
+            const uint8_t *pa = sa == 0 ? abuf : ampc_load_block_u8(
+                ampc_at(a, i, sa, es), sa, m, abuf);
+            const uint8_t *pb = sb == 0 ? bbuf : ampc_load_block_u8(
+                ampc_at(b, i, sb, es), sb, m, bbuf);
+            uint8_t *po = so == 1 ? (uint8_t *)out + i : obuf;
+            ampc_binary_bool(op, m, pa, pb, po);
+            if (po == obuf) {
+                ampc_scatter_u8(obuf, m, (char *)ampc_at(out, i, so, es), so);
+            }
+        }
+        return;
+    }
+
+    if (dt == AMPC_FLOAT32 && sa == 1 && sb == 1 && so == 1) {
+        ampc_binary_f32(op, n, (const float *)a, (const float *)b,
+                        (float *)out);
+        return;
+    }
+    float abuf[AMPC_BLOCK], bbuf[AMPC_BLOCK], obuf[AMPC_BLOCK];
+    uint16_t tmp[AMPC_BLOCK];
+    float av = ampc_load_f32(dt, a), bv = ampc_load_f32(dt, b);
+    for (j = 0; j < first; j++) {
+        abuf[j] = av;
+        bbuf[j] = bv;
+    }
+    for (i = 0; i < n; i += AMPC_BLOCK) {
+        int64_t m = ampc_block_len(n, i);
+        const float *pa = sa == 0 ? abuf : ampc_load_block_f32(
+            cv, dt, ampc_at(a, i, sa, es), sa, m, abuf, tmp);
+        const float *pb = sb == 0 ? bbuf : ampc_load_block_f32(
+            cv, dt, ampc_at(b, i, sb, es), sb, m, bbuf, tmp);
+        float *po = (dt == AMPC_FLOAT32 && so == 1) ? (float *)out + i : obuf;
+        ampc_binary_f32(op, m, pa, pb, po);
+        if (po == obuf) {
+            ampc_store_block_f32(cv, dt, obuf, m,
+                                 (char *)ampc_at(out, i, so, es), so, tmp);
+        }
+    }
+}
+
+static AMPC_ALWAYS_INLINE void
+ampc_compare_loop(const ampc_converters *cv, ampc_compare_op op,
+                  ampc_dtype dt, int64_t n, const void *a, int64_t sa,
+                  const void *b, int64_t sb, void *out, int64_t so)
+{
+    size_t es = ampc_dtype_size[dt];
+    int64_t first = n < AMPC_BLOCK ? n : AMPC_BLOCK;
+    uint8_t obuf[AMPC_BLOCK];
+    int64_t i, j;
+
+    if (n <= 0) {
+        return;
+    }
+    if (!ampc_dtype_is_float(dt)) {
+        /* bool compares its 0/1 values, read as int64 */
+        int64_t abuf[AMPC_BLOCK], bbuf[AMPC_BLOCK];
+        int64_t av = ampc_load_i64(dt, a), bv = ampc_load_i64(dt, b);
+        for (j = 0; j < first; j++) {
+            abuf[j] = av;
+            bbuf[j] = bv;
+        }
+        for (i = 0; i < n; i += AMPC_BLOCK) {
+            int64_t m = ampc_block_len(n, i);
+            const int64_t *pa = sa == 0 ? abuf : ampc_load_block_i64(
+                dt, ampc_at(a, i, sa, es), sa, m, abuf);
+            const int64_t *pb = sb == 0 ? bbuf : ampc_load_block_i64(
+                dt, ampc_at(b, i, sb, es), sb, m, bbuf);
+            uint8_t *po = so == 1 ? (uint8_t *)out + i : obuf;
+            ampc_compare_i64(op, m, pa, pb, po);
+            if (po == obuf) {
+                ampc_scatter_u8(obuf, m, (char *)out + i * so, so);
+            }
+        }
+        return;
+    }
+
+    float abuf[AMPC_BLOCK], bbuf[AMPC_BLOCK];
+    uint16_t tmp[AMPC_BLOCK];
+    float av = ampc_load_f32(dt, a), bv = ampc_load_f32(dt, b);
+    for (j = 0; j < first; j++) {
+        abuf[j] = av;
+        bbuf[j] = bv;
+    }
+    for (i = 0; i < n; i += AMPC_BLOCK) {
+        int64_t m = ampc_block_len(n, i);
+        const float *pa = sa == 0 ? abuf : ampc_load_block_f32(
+            cv, dt, ampc_at(a, i, sa, es), sa, m, abuf, tmp);
+        const float *pb = sb == 0 ? bbuf : ampc_load_block_f32(
+            cv, dt, ampc_at(b, i, sb, es), sb, m, bbuf, tmp);
+        uint8_t *po = so == 1 ? (uint8_t *)out + i : obuf;
+        ampc_compare_f32(op, m, pa, pb, po);
+        if (po == obuf) {
+            ampc_scatter_u8(obuf, m, (char *)out + i * so, so);
+        }
+    }
+}
+
+static AMPC_ALWAYS_INLINE void
+ampc_unary_loop(const ampc_converters *cv, ampc_unary_op op, ampc_dtype dt,
+                int64_t n, const void *a, int64_t sa, void *out, int64_t so)
+{
+    size_t es = ampc_dtype_size[dt];
+    int64_t i, j;
+
+    if (n <= 0) {
+        return;
+    }
+    if (op == AMPC_UN_ISFINITE) {
+        uint8_t *o = (uint8_t *)out;
+        if (!ampc_dtype_is_float(dt)) {
+            for (i = 0; i < n; i++) {
+                o[i * so] = 1;
+            }
+            return;
+        }
+        float abuf[AMPC_BLOCK];
+        uint16_t tmp[AMPC_BLOCK];
+        for (i = 0; i < n; i += AMPC_BLOCK) {
+            int64_t m = ampc_block_len(n, i);
+            const float *pa = ampc_load_block_f32(
+                cv, dt, ampc_at(a, i, sa, es), sa, m, abuf, tmp);
+            for (j = 0; j < m; j++) {
+                o[(i + j) * so] = (uint8_t)ampc_f32_isfinite(pa[j]);
+            }
+        }
+        return;
+    }
+    if (dt == AMPC_INT64) {
+        int64_t abuf[AMPC_BLOCK], obuf[AMPC_BLOCK];
+        for (i = 0; i < n; i += AMPC_BLOCK) {
+            int64_t m = ampc_block_len(n, i);
+            const int64_t *pa = ampc_load_block_i64(
+                dt, ampc_at(a, i, sa, es), sa, m, abuf);
+            int64_t *po = so == 1 ? (int64_t *)out + i : obuf;
+            ampc_unary_i64(op, m, pa, po);
+            if (po == obuf) {
+                ampc_scatter_i64(obuf, m, (char *)ampc_at(out, i, so, es),
+                                 so);
+            }
+        }
+        return;
+    }
+    if (dt == AMPC_BOOL) {
+        /* only ISFINITE is defined on bool; the rest keep the value */
+        for (i = 0; i < n; i++) {
+            ((uint8_t *)out)[i * so] = ((const uint8_t *)a)[i * sa] != 0;
+        }
+        return;
+    }
+
+    float abuf[AMPC_BLOCK], obuf[AMPC_BLOCK];
+    uint16_t tmp[AMPC_BLOCK];
+    for (i = 0; i < n; i += AMPC_BLOCK) {
+        int64_t m = ampc_block_len(n, i);
+        const float *pa = ampc_load_block_f32(
+            cv, dt, ampc_at(a, i, sa, es), sa, m, abuf, tmp);
+        float *po = (dt == AMPC_FLOAT32 && so == 1) ? (float *)out + i : obuf;
+        ampc_unary_f32(op, m, pa, po);
+        if (po == obuf) {
+            ampc_store_block_f32(cv, dt, obuf, m,
+                                 (char *)ampc_at(out, i, so, es), so, tmp);
+        }
+    }
+}
+
+/* Same dtype: the bits are copied (so a float16 NaN keeps its payload);
+ * bool is rewritten as 0/1. */
+static AMPC_ALWAYS_INLINE void
+ampc_copy_loop(int64_t n, ampc_dtype dt, const void *src, int64_t ss,
+               void *dst, int64_t ds)
+{
+    size_t es = ampc_dtype_size[dt];
+    int64_t i;
+    if (dt == AMPC_BOOL) {
+        for (i = 0; i < n; i++) {
+            ((uint8_t *)dst)[i * ds] = ((const uint8_t *)src)[i * ss] != 0;
+        }
+        return;
+    }
+    if (ss == 1 && ds == 1) {
+        memmove(dst, src, (size_t)n * es);
+        return;
+    }
+    switch (es) {
+    case 8:
+        for (i = 0; i < n; i++) {
+            ((uint64_t *)dst)[i * ds] = ((const uint64_t *)src)[i * ss];
+        }
+        break;
+    case 4:
+        for (i = 0; i < n; i++) {
+            ((uint32_t *)dst)[i * ds] = ((const uint32_t *)src)[i * ss];
+        }
+        break;
+    default:
+        for (i = 0; i < n; i++) {
+            ((uint16_t *)dst)[i * ds] = ((const uint16_t *)src)[i * ss];
+        }
+        break;
+    }
+}
+
+/* Every pair of dtypes.  int64 <-> bool stay integer; every other pair goes
+ * through float32, which holds every float16/bfloat16 value exactly, so
+ * int64 -> float16 rounds via float32 as specified. */
+static AMPC_ALWAYS_INLINE void
+ampc_cast_loop(const ampc_converters *cv, int64_t n, ampc_dtype sdt,
+               const void *src, int64_t ss, ampc_dtype ddt, void *dst,
+               int64_t ds)
+{
+    size_t ses = ampc_dtype_size[sdt], des = ampc_dtype_size[ddt];
+    int64_t i;
+
+    if (n <= 0) {
+        return;
+    }
+    if (sdt == ddt) {
+        ampc_copy_loop(n, sdt, src, ss, dst, ds);
+        return;
+    }
+    if (!ampc_dtype_is_float(sdt) && !ampc_dtype_is_float(ddt)) {
+        for (i = 0; i < n; i++) {
+            const void *p = ampc_at(src, i, ss, ses);
+            int nz = sdt == AMPC_INT64 ? *(const int64_t *)p != 0
+                                       : *(const uint8_t *)p != 0;
+            if (ddt == AMPC_INT64) {
+                ((int64_t *)dst)[i * ds] = nz;
+            }
+            else {
+                ((uint8_t *)dst)[i * ds] = (uint8_t)nz;
+            }
+        }
+        return;
+    }
+
+    float buf[AMPC_BLOCK];
+    uint16_t tmp[AMPC_BLOCK];
+    for (i = 0; i < n; i += AMPC_BLOCK) {
+        int64_t m = ampc_block_len(n, i);
+        /* widen straight into a contiguous float32 destination */
+        float *fb = (ddt == AMPC_FLOAT32 && ds == 1) ? (float *)dst + i : buf;
+        const float *f = ampc_load_block_f32(
+            cv, sdt, ampc_at(src, i, ss, ses), ss, m, fb, tmp);
+        ampc_store_block_f32(cv, ddt, f, m, (char *)ampc_at(dst, i, ds, des),
+                             ds, tmp);
+    }
+}
+
+// ----------------------------------------------------------------------------
+// reduction parts (the bodies of each level's ampc_reduce_parts)
+
+/* Sum of n <= AMPC_RED_BLOCK floats: AMPC_RED_LANES independent partial sums
+ * (a vectorisable element-wise update), then a fixed pairwise tree, so every
+ * level adds in the same order. */
+static AMPC_ALWAYS_INLINE float
+ampc_sum_lanes_f32(const float *x, int64_t n)
+{
+    float acc[AMPC_RED_LANES] = {0.0f};
+    int64_t i = 0;
+    int l;
+    for (; i + AMPC_RED_LANES <= n; i += AMPC_RED_LANES) {
+        for (l = 0; l < AMPC_RED_LANES; l++) {
+            acc[l] += x[i + l];
+        }
+    }
+    for (l = 0; i < n; i++, l++) {
+        acc[l] += x[i];
+    }
+    for (int w = AMPC_RED_LANES / 2; w > 0; w /= 2) {
+        for (l = 0; l < w; l++) {
+            acc[l] += acc[l + w];
+        }
+    }
+    return acc[0];
+}
+
+/* NaN-propagating max (or min) of x[0:n], n >= 1: a NaN lane stays NaN. */
+static AMPC_ALWAYS_INLINE float
+ampc_extreme_lanes_f32(int is_max, const float *x, int64_t n)
+{
+    float m[AMPC_RED_LANES];
+    int64_t i = 0;
+    int l;
+    for (l = 0; l < AMPC_RED_LANES; l++) {
+        m[l] = x[0];
+    }
+    if (is_max) {
+        for (; i + AMPC_RED_LANES <= n; i += AMPC_RED_LANES) {
+            for (l = 0; l < AMPC_RED_LANES; l++) {
+                float v = x[i + l];
+                m[l] = (v > m[l] || v != v) ? v : m[l];
+            }
+        }
+    }
+    else {
+        for (; i + AMPC_RED_LANES <= n; i += AMPC_RED_LANES) {
+            for (l = 0; l < AMPC_RED_LANES; l++) {
+                float v = x[i + l];
+                m[l] = (v < m[l] || v != v) ? v : m[l];
+            }
+        }
+    }
+    for (l = 0; i < n; i++, l++) {
+        float v = x[i];
+        if ((is_max ? v > m[l] : v < m[l]) || v != v) {
+            m[l] = v;
+        }
+    }
+    float r = m[0];
+    for (l = 1; l < AMPC_RED_LANES && r == r; l++) {
+        if ((is_max ? m[l] > r : m[l] < r) || m[l] != m[l]) {
+            r = m[l];
+        }
+    }
+    return r;
+}
+
+/* First position of e in x[0:n] (of a NaN when e is NaN); e is there.  Each
+ * run of AMPC_RED_LANES is first tested as a whole (an OR that vectorises),
+ * since an early-exit loop does not, and ascending data searches every
+ * block. */
+static AMPC_ALWAYS_INLINE int64_t
+ampc_find_f32(const float *x, int64_t n, float e)
+{
+    int is_nan = e != e;
+    int64_t i0 = 0;
+    for (; i0 + AMPC_RED_LANES <= n; i0 += AMPC_RED_LANES) {
+        int hit = 0;
+        for (int l = 0; l < AMPC_RED_LANES; l++) {
+            float v = x[i0 + l];
+            hit |= is_nan ? v != v : v == e;
+        }
+        if (hit) {
+            break;
+        }
+    }
+    for (int64_t i = i0; i < n; i++) {
+        if (is_nan ? x[i] != x[i] : x[i] == e) {
+            return i;
+        }
+    }
+    return 0;
+}
+
+static AMPC_ALWAYS_INLINE uint64_t
+ampc_sum_lanes_i64(const int64_t *x, int64_t n)
+{
+    uint64_t acc[AMPC_RED_LANES / 8] = {0};
+    int64_t i = 0;
+    int l;
+    for (; i + AMPC_RED_LANES / 8 <= n; i += AMPC_RED_LANES / 8) {
+        for (l = 0; l < AMPC_RED_LANES / 8; l++) {
+            acc[l] += (uint64_t)x[i + l];
+        }
+    }
+    uint64_t s = 0;
+    for (; i < n; i++) {
+        s += (uint64_t)x[i];
+    }
+    for (l = 0; l < AMPC_RED_LANES / 8; l++) {
+        s += acc[l];
+    }
+    return s;
+}
+
+static AMPC_ALWAYS_INLINE int64_t
+ampc_extreme_lanes_i64(int is_max, const int64_t *x, int64_t n)
+{
+    int64_t m[AMPC_RED_LANES / 8];
+    int64_t i = 0;
+    int l;
+    for (l = 0; l < AMPC_RED_LANES / 8; l++) {
+        m[l] = x[0];
+    }
+    for (; i + AMPC_RED_LANES / 8 <= n; i += AMPC_RED_LANES / 8) {
+        for (l = 0; l < AMPC_RED_LANES / 8; l++) {
+            int64_t v = x[i + l];
+            m[l] = (is_max ? v > m[l] : v < m[l]) ? v : m[l];
+        }
+    }
+    int64_t r = m[0];
+    for (l = 1; l < AMPC_RED_LANES / 8; l++) {
+        r = (is_max ? m[l] > r : m[l] < r) ? m[l] : r;
+    }
+    for (; i < n; i++) {
+        r = (is_max ? x[i] > r : x[i] < r) ? x[i] : r;
+    }
+    return r;
+}
+
+static AMPC_ALWAYS_INLINE int64_t
+ampc_find_i64(const int64_t *x, int64_t n, int64_t e)
+{
+    int64_t i0 = 0;
+    for (; i0 + AMPC_RED_LANES <= n; i0 += AMPC_RED_LANES) {
+        int hit = 0;
+        for (int l = 0; l < AMPC_RED_LANES; l++) {
+            hit |= x[i0 + l] == e;
+        }
+        if (hit) {
+            break;
+        }
+    }
+    for (int64_t i = i0; i < n; i++) {
+        if (x[i] == e) {
+            return i;
+        }
+    }
+    return 0;
+}
+
+static inline int
+ampc_red_is_max(ampc_reduce_op op)
+{
+    return op == AMPC_RED_MAX || op == AMPC_RED_ARGMAX;
+}
+
+/* ampc_reduce_parts.run: x[0:n] contiguous -> *p.  Works in blocks of
+ * AMPC_RED_BLOCK; for MAX/MIN a block is searched for the position of its
+ * extreme only when it beats the best so far, and a NaN ends the search. */
+static AMPC_ALWAYS_INLINE void
+ampc_reduce_run_loop(const ampc_converters *cv, ampc_reduce_op op,
+                     ampc_dtype dt, const void *x, int64_t n,
+                     ampc_red_partial *p)
+{
+    size_t es = ampc_dtype_size[dt];
+    int is_sum = op == AMPC_RED_SUM || op == AMPC_RED_MEAN;
+    int is_max = ampc_red_is_max(op);
+    int64_t i;
+
+    p->sum = 0.0;
+    p->isum = 0;
+    p->idx = 0;
+    if (!ampc_dtype_is_float(dt)) {
+        int64_t buf[AMPC_RED_BLOCK];
+        int64_t best = 0;
+        for (i = 0; i < n; i += AMPC_RED_BLOCK) {
+            int64_t m = n - i < AMPC_RED_BLOCK ? n - i : AMPC_RED_BLOCK;
+            const int64_t *v = ampc_load_block_i64(dt, ampc_at(x, i, 1, es),
+                                                   1, m, buf);
+            if (is_sum) {
+                p->isum += ampc_sum_lanes_i64(v, m);
+                continue;
+            }
+            int64_t e = ampc_extreme_lanes_i64(is_max, v, m);
+            if (i == 0 || (is_max ? e > best : e < best)) {
+                best = e;
+                p->idx = i + ampc_find_i64(v, m, e);
+            }
+        }
+        return;
+    }
+
+    float buf[AMPC_RED_BLOCK];
+    float best = 0.0f;
+    for (i = 0; i < n; i += AMPC_RED_BLOCK) {
+        int64_t m = n - i < AMPC_RED_BLOCK ? n - i : AMPC_RED_BLOCK;
+        const float *v = ampc_load_block_f32(cv, dt, ampc_at(x, i, 1, es), 1,
+                                             m, buf, NULL);
+        if (is_sum) {
+            p->sum += ampc_sum_lanes_f32(v, m);
+            continue;
+        }
+        float e = ampc_extreme_lanes_f32(is_max, v, m);
+        if (e != e) {
+            p->idx = i + ampc_find_f32(v, m, e);
+            return;
+        }
+        if (i == 0 || (is_max ? e > best : e < best)) {
+            best = e;
+            p->idx = i + ampc_find_f32(v, m, e);
+        }
+    }
+}
+
+/* Copies the element x[k] of a run to out (bool as 0/1): MAX/MIN return an
+ * element of x itself, NaN payloads included. */
+static inline void
+ampc_copy_elem(ampc_dtype dt, const void *x, int64_t k, void *out)
+{
+    size_t es = ampc_dtype_size[dt];
+    if (dt == AMPC_BOOL) {
+        *(uint8_t *)out = ((const uint8_t *)x)[k] != 0;
+    }
+    else {
+        memcpy(out, ampc_at(x, k, 1, es), es);
+    }
+}
+
+/* ampc_reduce_parts.cols: columns of x (r, inner) reduced over r.  Column
+ * sums keep AMPC_RED_LANES rows in float32 before folding into doubles, the
+ * same bound as a run's lanes. */
+static AMPC_ALWAYS_INLINE void
+ampc_reduce_cols_loop(const ampc_converters *cv, ampc_reduce_op op,
+                      ampc_dtype dt, const void *x, int64_t r, int64_t inner,
+                      int64_t ncols, void *out, int64_t *idx)
+{
+    size_t es = ampc_dtype_size[dt];
+    int is_sum = op == AMPC_RED_SUM || op == AMPC_RED_MEAN;
+    int is_max = ampc_red_is_max(op);
+    int64_t bidx[AMPC_RED_TILE];
+    int64_t k, j;
+
+    if (!ampc_dtype_is_float(dt)) {
+        int64_t buf[AMPC_RED_TILE], best[AMPC_RED_TILE];
+        uint64_t acc[AMPC_RED_TILE];
+        for (j = 0; j < ncols; j++) {
+            acc[j] = 0;
+            bidx[j] = 0;
+        }
+        for (k = 0; k < r; k++) {
+            const int64_t *v = ampc_load_block_i64(
+                dt, ampc_at(x, k, inner, es), 1, ncols, buf);
+            if (is_sum) {
+                for (j = 0; j < ncols; j++) {
+                    acc[j] += (uint64_t)v[j];
+                }
+            }
+            else if (k == 0) {
+                memcpy(best, v, (size_t)ncols * sizeof(int64_t));
+            }
+            else {
+                for (j = 0; j < ncols; j++) {
+                    int better = is_max ? v[j] > best[j] : v[j] < best[j];
+                    best[j] = better ? v[j] : best[j];
+                    bidx[j] = better ? k : bidx[j];
+                }
+            }
+        }
+        if (is_sum) {
+            for (j = 0; j < ncols; j++) {
+                if (op == AMPC_RED_MEAN) {
+                    ((int64_t *)out)[j] = ampc_f64_to_i64(
+                        (double)(int64_t)acc[j] / (double)r);
+                }
+                else {
+                    ((int64_t *)out)[j] = (int64_t)acc[j];
+                }
+            }
+            return;
+        }
+    }
+    else if (is_sum) {
+        float buf[AMPC_RED_TILE], acc[AMPC_RED_TILE];
+        double dacc[AMPC_RED_TILE];
+        uint16_t tmp[AMPC_RED_TILE];
+        for (j = 0; j < ncols; j++) {
+            dacc[j] = 0.0;
+        }
+        for (int64_t k0 = 0; k0 < r; k0 += AMPC_RED_LANES) {
+            int64_t k1 = r - k0 < AMPC_RED_LANES ? r : k0 + AMPC_RED_LANES;
+            for (j = 0; j < ncols; j++) {
+                acc[j] = 0.0f;
+            }
+            for (k = k0; k < k1; k++) {
+                const float *v = ampc_load_block_f32(
+                    cv, dt, ampc_at(x, k, inner, es), 1, ncols, buf, tmp);
+                for (j = 0; j < ncols; j++) {
+                    acc[j] += v[j];
+                }
+            }
+            for (j = 0; j < ncols; j++) {
+                dacc[j] += acc[j];
+            }
+        }
+        for (j = 0; j < ncols; j++) {
+            double s = dacc[j];
+            if (op == AMPC_RED_MEAN) {
+                s /= (double)r;
+            }
+            ampc_store_f64(dt, (char *)out + j * es, s);
+        }
+        return;
+    }
+    else {
+        float buf[AMPC_RED_TILE], best[AMPC_RED_TILE];
+        uint16_t tmp[AMPC_RED_TILE];
+        for (j = 0; j < ncols; j++) {
+            bidx[j] = 0;
+        }
+        for (k = 0; k < r; k++) {
+            const float *v = ampc_load_block_f32(
+                cv, dt, ampc_at(x, k, inner, es), 1, ncols, buf, tmp);
+            if (k == 0) {
+                memcpy(best, v, (size_t)ncols * sizeof(float));
+                continue;
+            }
+            /* a NaN replaces a number; nothing replaces a NaN */
+            for (j = 0; j < ncols; j++) {
+                float b = best[j], e = v[j];
+                int better = (is_max ? e > b : e < b) || (e != e && b == b);
+                best[j] = better ? e : b;
+                bidx[j] = better ? k : bidx[j];
+            }
+        }
+    }
+
+    /* MAX/MIN and the ARG ops: the first best position of each column */
+    for (j = 0; j < ncols; j++) {
+        if (op == AMPC_RED_MAX || op == AMPC_RED_MIN) {
+            ampc_copy_elem(dt, ampc_at(x, bidx[j] * inner + j, 1, es), 0,
+                           (char *)out + j * es);
+        }
+        if (idx != NULL) {
+            idx[j] = bidx[j];
+        }
+    }
+}
+
+#endif /* AMPC_CPU_LOOPS_H */
