@@ -32,6 +32,8 @@ void ampc_free(ampc_device dev, void *ptr, size_t nbytes);
 int64_t ampc_memory_allocated(ampc_device dev);
 int64_t ampc_max_memory_allocated(ampc_device dev);
 void ampc_reset_peak_memory(ampc_device dev);
+/* Returns the cached free blocks to the system. */
+void ampc_empty_cache(void);
 
 // ----------------------------------------------------------------------------
 // storage: the memory behind a tensor and all of its views.  Either owned

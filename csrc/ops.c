@@ -1565,6 +1565,13 @@ op_reset_peak_memory_stats(PyObject *module, PyObject *args)
     return memory_query(dev, "reset_peak_memory_stats", 2);
 }
 
+static PyObject *
+op_empty_cache(PyObject *module, PyObject *unused)
+{
+    ampc_empty_cache();
+    Py_RETURN_NONE;
+}
+
 // ----------------------------------------------------------------------------
 
 PyMethodDef ampc_ops_methods[] = {
@@ -1610,5 +1617,7 @@ PyMethodDef ampc_ops_methods[] = {
      "peak bytes of tensor storage since the last reset"},
     {"reset_peak_memory_stats", op_reset_peak_memory_stats, METH_VARARGS,
      "resets the peak to the live bytes"},
+    {"empty_cache", op_empty_cache, METH_NOARGS,
+     "returns the CPU allocator's cached free blocks to the system"},
     {NULL},
 };
