@@ -24,10 +24,18 @@ from ._creation import *            # noqa: F401,F403 (creation + functions)
 from ._creation import __all__ as _creation_all
 from ._creation import FUNCTIONS as _FUNCTIONS
 from . import cuda  # noqa: F401
+from . import cpu  # noqa: F401
 from . import backends  # noqa: F401
 
 # Every tensor C creates is an ampc.Tensor, every shape an ampc.Size.
 _C._set_classes(Tensor, Size)
+# autocast casts through the autograd-aware Tensor.to, so gradients flow
+# back to float32 weights in float32.
+_C._set_autocast_cast_fn(lambda t, dtype: t.to(dtype))
+from ._C import (  # noqa: E402,F401
+    autocast, is_autocast_enabled, get_autocast_dtype,
+    is_autocast_cache_enabled, clear_autocast_cache,
+)
 
 globals().update(_FUNCTIONS)        # ampc.add, ampc.sum, ampc.max, ...
 
@@ -69,3 +77,33 @@ __all__ = [
     "cuda", "backends", "memory_allocated", "max_memory_allocated",
     "reset_peak_memory_stats", "return_types",
 ] + list(_creation_all) + list(_FUNCTIONS)
+
+# checkpoints, layers and optimisers (issue 3)
+from .serialization import save, load  # noqa: E402
+from . import nn  # noqa: E402
+from . import optim  # noqa: E402
+
+__all__ += ["save", "load", "nn", "optim"]
+
+# data loading and vision data sets (issue 5)
+from . import utils  # noqa: E402
+from . import vision  # noqa: E402
+
+from .utils.data import Generator  # noqa: E402
+
+set_num_threads = _C.set_num_threads
+get_num_threads = _C.get_num_threads
+
+__all__ += ["utils", "vision", "Generator", "set_num_threads",
+            "get_num_threads"]
+
+# AMP: GradScaler and the fused kernels; testing helpers (issue 4)
+from . import amp  # noqa: E402
+from .cuda import amp as _cuda_amp  # noqa: E402,F401 (ampc.cuda.amp)
+from . import testing  # noqa: E402
+
+_amp_foreach_non_finite_check_and_unscale_ = \
+    _C._amp_foreach_non_finite_check_and_unscale_
+_amp_update_scale_ = _C._amp_update_scale_
+
+__all__ += ["amp", "testing"]

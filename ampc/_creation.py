@@ -29,7 +29,7 @@ __all__ = [
     "rand", "randn", "randint", "arange", "zeros_like", "ones_like",
     "empty_like", "full_like", "rand_like", "randn_like", "randint_like",
     "manual_seed", "initial_seed", "seed", "cat", "concat", "concatenate",
-    "stack", "flatten", "isfinite", "is_tensor", "numel",
+    "stack", "flatten", "isfinite", "is_tensor", "numel", "matmul",
     "get_default_dtype",
 ]
 
@@ -468,7 +468,8 @@ def cat(tensors, dim=0):
     tensors = _tensor_list("cat", tensors)
     if dim.__class__ is not int:
         dim = _wrap_dim("cat", dim, 1)
-    if _mode.enabled and any(t.requires_grad for t in tensors):
+    if (_mode.enabled and any(t.requires_grad for t in tensors)) or (
+            _C.autocast_active()):
         return _ag.Cat.apply(*tensors, dim=dim)
     return _C.cat(tensors, dim)
 
@@ -492,7 +493,8 @@ def stack(tensors, dim=0):
                 f"got {list(shape)} at entry 0 and {list(t.shape)} at entry "
                 f"{i}")
     dim = _wrap_dim("stack", dim, len(shape) + 1)
-    if _mode.enabled and any(t.requires_grad for t in tensors):
+    if (_mode.enabled and any(t.requires_grad for t in tensors)) or (
+            _C.autocast_active()):
         return _ag.Stack.apply(*tensors, dim=dim)
     return _C.cat([t._unsqueeze(dim) for t in tensors], dim)
 
@@ -525,6 +527,17 @@ def isfinite(input):
     return _input("isfinite", input).isfinite()
 
 
+def matmul(input, other):
+    """The matrix product with ``torch.matmul``'s rules (1-D operands
+    promoted, batch dims broadcast).
+
+    >>> import ampc
+    >>> ampc.matmul(ampc.ones(4, 2, 3), ampc.ones(3, 5)).shape
+    ampc.Size([4, 2, 5])
+    """
+    return _input("matmul", input).matmul(other)
+
+
 def is_tensor(obj):
     """True if obj is an ampc tensor."""
     return isinstance(obj, _TB)
@@ -551,6 +564,7 @@ _FUNCTIONS = [
     "mean", "max", "min", "argmax", "argmin", "eq", "ne", "lt", "le", "gt",
     "ge", "isnan", "isinf", "reshape", "transpose", "swapaxes", "t",
     "permute", "unsqueeze", "squeeze", "clone", "detach", "any", "all",
+    "mm",
 ]
 # Kept out of this module's globals (they would shadow the builtins
 # sum/max/min/abs/any/all here); ampc/__init__.py exports them.

@@ -53,6 +53,8 @@ _compare = _C.compare
 _unary = _C.unary
 _reduce = _C.reduce
 _cast = _C.cast
+_autocast_active = _C.autocast_active
+_autocast_cast_args = _C.autocast_cast_args
 
 __all__ = [
     "Function", "backward", "grad", "no_grad", "enable_grad",
@@ -473,6 +475,10 @@ class Function:
             attrs["_is_view"] = True
         cls._node_cls = type(name, (BackwardNode,), attrs)
 
+    # The op's name in csrc/autocast_ops.def, or None: apply() casts the
+    # arguments by autocast's policy for that op before forward runs.
+    autocast_op = None
+
     @staticmethod
     def forward(ctx, *args, **kwargs):
         raise NotImplementedError("Function subclasses must define forward")
@@ -483,6 +489,8 @@ class Function:
 
     @classmethod
     def apply(cls, *args, **kwargs):
+        if cls.autocast_op is not None and _autocast_active():
+            args = _autocast_cast_args(cls.autocast_op, args, _mode.enabled)
         if _mode.enabled:
             needs = tuple([isinstance(a, _TB) and a.requires_grad
                            for a in args])
@@ -501,6 +509,13 @@ class Function:
         ctx.needs_input_grad = (False,) * len(args)
         with no_grad():
             return cls.forward(ctx, *args, **kwargs)
+
+
+def autocast_listed(fn):
+    """True when ``fn`` (a Function) has an autocast policy and autocast is
+    on: its callers must then go through ``fn.apply`` even without grad,
+    so that the policy applies."""
+    return fn.autocast_op is not None and _autocast_active()
 
 
 def _attach_tuple(ctx, out, args):
@@ -893,6 +908,8 @@ class Div(Function):
 
 
 class Pow(Function):
+    autocast_op = "pow"
+
     @staticmethod
     def forward(ctx, a, b):
         out = _binary("pow", a, b)
@@ -992,6 +1009,8 @@ class Sqrt(Function):
 
 
 class Exp(Function):
+    autocast_op = "exp"
+
     @staticmethod
     def forward(ctx, a):
         out = _unary("exp", a)
@@ -1005,6 +1024,8 @@ class Exp(Function):
 
 
 class Log(Function):
+    autocast_op = "log"
+
     @staticmethod
     def forward(ctx, a):
         ctx.save_for_backward(a)
@@ -1290,6 +1311,8 @@ def _keepdim_shape(in_shape, dim):
 
 
 class Sum(Function):
+    autocast_op = "sum"
+
     @staticmethod
     def forward(ctx, a, dim=None, keepdim=False):
         ctx.in_shape = a.shape
@@ -1393,6 +1416,8 @@ class MinDim(MaxDim):
 # -- joins
 
 class Cat(Function):
+    autocast_op = "cat"
+
     @staticmethod
     def forward(ctx, *tensors, dim=0):
         out = _C.cat(tensors, dim)
@@ -1416,6 +1441,8 @@ class Cat(Function):
 
 
 class Stack(Function):
+    autocast_op = "stack"
+
     @staticmethod
     def forward(ctx, *tensors, dim=0):
         ctx.dim = dim

@@ -37,6 +37,7 @@ _unary = _C.unary
 _reduce = _C.reduce
 _cast = _C.cast
 _mode = _ag._mode
+_autocast_active = _C.autocast_active
 _inplace = _ag.inplace
 _dev_str = _ag._dev_str
 _pyint = int
@@ -171,9 +172,12 @@ def _host_array(t):
 
 
 def _binop(op, fn):
+    listed = fn.autocast_op is not None
+
     def method(self, other):
         if _mode.enabled and (self.requires_grad or (
-                isinstance(other, _TB) and other.requires_grad)):
+                isinstance(other, _TB) and other.requires_grad)) or (
+                listed and _autocast_active()):
             return fn.apply(self, other)
         try:
             return _binary(op, self, other)
@@ -186,8 +190,11 @@ def _binop(op, fn):
 
 
 def _rbinop(op, fn):
+    listed = fn.autocast_op is not None
+
     def method(self, other):
-        if _mode.enabled and self.requires_grad:
+        if (_mode.enabled and self.requires_grad) or (
+                listed and _autocast_active()):
             return fn.apply(other, self)
         try:
             return _binary(op, other, self)
@@ -264,8 +271,11 @@ def _named_cmpop(name, op):
 
 
 def _unop(op, fn):
+    listed = fn.autocast_op is not None     # autocast applies in apply()
+
     def method(self):
-        if _mode.enabled and self.requires_grad:
+        if (_mode.enabled and self.requires_grad) or (
+                listed and _autocast_active()):
             return fn.apply(self)
         return _unary(op, self)
     method.__name__ = op
@@ -982,7 +992,8 @@ class Tensor(_TB):
         """
         dim = _dims_arg("sum", dim)
         t = self if dtype is None else self.to(dtype)
-        if _mode.enabled and t.requires_grad:
+        if (_mode.enabled and t.requires_grad) or (
+                dtype is None and _autocast_active()):
             return _ag.Sum.apply(t, dim, keepdim)
         return _reduce("sum", t, dim, keepdim)
 
@@ -1025,6 +1036,49 @@ class Tensor(_TB):
         dim = _dims_arg("all", dim)
         n = _reduce("sum", _compare("eq", b, False), dim, keepdim)
         return _compare("eq", n, 0)
+
+    # -- matrix products -----------------------------------------------------
+
+    def matmul(self, other):
+        """The matrix product with ``torch.matmul``'s rules: 1-D operands
+        are promoted to a matrix and the added dim removed again, batch dims
+        broadcast.
+
+        >>> import ampc
+        >>> ampc.ones(2, 3).matmul(ampc.ones(3))
+        tensor([3., 3.])
+        """
+        _check_tensor("matmul", "other", other)
+        if (_mode.enabled and (self.requires_grad or other.requires_grad)) \
+                or _autocast_active():
+            return Matmul.apply(self, other)
+        return _C.matmul(self, other)
+
+    def mm(self, mat2):
+        """The product of two matrices (2-D tensors only).
+
+        >>> import ampc
+        >>> ampc.ones(2, 3).mm(ampc.ones(3, 4)).shape
+        ampc.Size([2, 4])
+        """
+        _check_tensor("mm", "mat2", mat2)
+        if self.ndim != 2:
+            raise RuntimeError(
+                f"mm(): self must be a matrix, got a {self.ndim}-D tensor")
+        if mat2.ndim != 2:
+            raise RuntimeError(
+                f"mm(): mat2 must be a matrix, got a {mat2.ndim}-D tensor")
+        return self.matmul(mat2)
+
+    def __matmul__(self, other):
+        if not isinstance(other, _TB):
+            return NotImplemented
+        return self.matmul(other)
+
+    def __rmatmul__(self, other):
+        if not isinstance(other, _TB):
+            return NotImplemented
+        return Tensor.matmul(other, self)
 
     # -- in-place writes -----------------------------------------------------
 
@@ -1126,6 +1180,57 @@ class Tensor(_TB):
         return _creation.tensor(data, dtype=dtype or self.dtype,
                                 device=device or self.device,
                                 requires_grad=requires_grad)
+
+
+# ----------------------------------------------------------------------------
+# the autograd Function of matmul
+
+
+def _mT(t):
+    """t with its last two dims swapped (a view: _C.matmul reads it through
+    a transpose flag instead of copying)."""
+    return t._transpose(t.ndim - 2, t.ndim - 1)
+
+
+class Matmul(_ag.Function):
+    """a @ b.  Backward promotes 1-D operands the way forward did
+    (a: (k,) -> (1, k), b: (k,) -> (k, 1)), so both gradients are again
+    matmuls: grad_a = g @ b^T, grad_b = a^T @ g; the added dims are
+    squeezed off and the engine sums broadcast batch dims back."""
+
+    node_name = "MmBackward0"
+    autocast_op = "matmul"
+
+    @staticmethod
+    def forward(ctx, a, b):
+        ctx.save_for_backward(a, b)
+        return _C.matmul(a, b)
+
+    @staticmethod
+    def backward(ctx, g):
+        a, b = ctx.saved_tensors
+        need_a, need_b = ctx.needs_input_grad
+        a1, b1 = a.ndim == 1, b.ndim == 1
+        a2 = a._unsqueeze(0) if a1 else a
+        b2 = b._unsqueeze(1) if b1 else b
+        if a1 and b1:
+            g2 = g._reshape((1, 1))
+        elif a1:
+            g2 = g._unsqueeze(g.ndim - 1)       # (..., m) -> (..., 1, m)
+        elif b1:
+            g2 = g._unsqueeze(g.ndim)           # (..., n) -> (..., n, 1)
+        else:
+            g2 = g
+        ga = gb = None
+        if need_a:
+            ga = _C.matmul(g2, _mT(b2))         # (..., n, k)
+            if a1:
+                ga = ga._squeeze(ga.ndim - 2)
+        if need_b:
+            gb = _C.matmul(_mT(a2), g2)         # (..., k, m)
+            if b1:
+                gb = gb._squeeze(gb.ndim - 1)
+        return ga, gb
 
 
 # ----------------------------------------------------------------------------

@@ -1,0 +1,26 @@
+"""``ampc.nn``: modules, parameters, layers and losses with PyTorch's names
+and semantics (``import ampc.nn as nn``).
+
+>>> import ampc
+>>> import ampc.nn as nn
+>>> model = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.ReLU(),
+...                       nn.MaxPool2d(2), nn.Flatten(), nn.Linear(128, 10))
+>>> model(ampc.randn(2, 3, 8, 8)).shape
+ampc.Size([2, 10])
+"""
+from .parameter import Parameter
+from .modules import (
+    Module, Sequential, ModuleList, Linear, Identity, Conv2d, ReLU, Softmax,
+    LogSoftmax, MaxPool2d, Flatten, Dropout, CrossEntropyLoss, NLLLoss,
+    MSELoss,
+)
+from . import functional
+from . import init
+from . import utils
+
+__all__ = [
+    "Parameter", "Module", "Sequential", "ModuleList", "Linear", "Identity",
+    "Conv2d", "ReLU", "Softmax", "LogSoftmax", "MaxPool2d", "Flatten",
+    "Dropout", "CrossEntropyLoss", "NLLLoss", "MSELoss", "functional",
+    "init", "utils",
+]

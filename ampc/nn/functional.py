@@ -1,0 +1,730 @@
+"""``ampc.nn.functional``: the layers as functions, with autograd.
+
+Each op is one autograd ``Function`` whose forward is one ``_C`` call and
+whose backward is one or two (``_C.linear_backward``, ``_C.relu_backward``,
+...).  The functions here check the Python-level arguments (types, the
+``reduction`` name, pairs of ints) and turn PyTorch's conveniences
+(unbatched images, N-d losses, the deprecated ``size_average``/``reduce``)
+into the shapes the ``_C`` ops take; ``_C`` checks shapes, dtypes and
+values and names the op in its errors.
+
+>>> import ampc
+>>> import ampc.nn.functional as F
+>>> x = ampc.randn(4, 10, requires_grad=True)
+>>> loss = F.cross_entropy(x, ampc.tensor([1, 0, 9, 3]))
+>>> loss.backward()
+>>> x.grad.shape
+ampc.Size([4, 10])
+"""
+import numbers
+import operator
+import warnings
+
+from .. import _C
+from ..autograd import Function, _mode, autocast_listed
+from ..autograd import inplace as _inplace
+from .._dtype_device import _check_dtype, _pybool, _wrap_dim
+
+__all__ = [
+    "linear", "conv2d", "relu", "relu_", "max_pool2d", "dropout",
+    "softmax", "log_softmax", "cross_entropy", "nll_loss", "mse_loss",
+    "flatten",
+]
+
+_TB = _C.TensorBase
+
+
+# ----------------------------------------------------------------------------
+# argument helpers
+
+
+def _tensor(fn, name, pos, x):
+    if not isinstance(x, _TB):
+        raise TypeError(
+            f"{fn}(): argument '{name}' (position {pos}) must be Tensor, not "
+            f"{type(x).__name__}")
+    return x
+
+
+def _opt_tensor(fn, name, pos, x):
+    if x is None:
+        return x
+    if not isinstance(x, _TB):
+        raise TypeError(
+            f"{fn}(): argument '{name}' (position {pos}) must be Tensor or "
+            f"None, not {type(x).__name__}")
+    return x
+
+
+def _int(fn, name, v):
+    if v.__class__ is _pybool or not hasattr(v, "__index__"):
+        raise TypeError(
+            f"{fn}(): argument '{name}' must be an int or a pair of ints, "
+            f"but got {type(v).__name__}")
+    return operator.index(v)
+
+
+def _pair(fn, name, v):
+    """An int or a pair of ints -> a pair of ints."""
+    if isinstance(v, (tuple, list)):
+        if len(v) == 1:
+            v = (v[0], v[0])
+        if len(v) != 2:
+            raise ValueError(
+                f"{fn}(): argument '{name}' must be an int or a pair of "
+                f"ints, but got a sequence of length {len(v)}")
+        return (_int(fn, name, v[0]), _int(fn, name, v[1]))
+    v = _int(fn, name, v)
+    return (v, v)
+
+
+def _number(fn, name, v):
+    if v.__class__ is _pybool or not isinstance(v, numbers.Real):
+        raise TypeError(
+            f"{fn}(): argument '{name}' must be a number, but got "
+            f"{type(v).__name__}")
+    return float(v)
+
+
+def _reduction(fn, size_average, reduce, reduction):
+    """The reduction name, from the deprecated size_average/reduce flags
+    when given (with PyTorch's warning)."""
+    if size_average is not None or reduce is not None:
+        size_average = True if size_average is None else size_average
+        reduce = True if reduce is None else reduce
+        if size_average and reduce:
+            reduction = "mean"
+        elif reduce:
+            reduction = "sum"
+        else:
+            reduction = "none"
+        warnings.warn(
+            "size_average and reduce args will be deprecated, please use "
+            f"reduction='{reduction}' instead.", stacklevel=3)
+    if reduction not in ("mean", "sum", "none"):
+        raise ValueError(
+            f"{reduction} is not a valid value for reduction (expected "
+            f"'mean', 'sum' or 'none' in {fn}())")
+    return reduction
+
+
+def _needs_grad(*tensors):
+    if not _mode.enabled:
+        return False
+    for t in tensors:
+        if t is not None and t.requires_grad:
+            return True
+    return False
+
+
+# ----------------------------------------------------------------------------
+# linear
+
+
+class _Linear(Function):
+    """y = x @ W^T + b (+ ReLU when fused): one GEMM forward, two GEMMs and
+    a column sum backward in ``_C.linear_backward``."""
+
+    node_name = "LinearBackward0"
+    autocast_op = "linear"
+
+    @staticmethod
+    def forward(ctx, x, weight, bias, relu):
+        out = _C.linear(x, weight, bias, relu)
+        ctx.relu = relu
+        ctx.save_for_backward(x, weight, out if relu else None)
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        x, weight, out = ctx.saved_tensors
+        if ctx.relu:
+            g = _C.relu_backward(g, out)
+        needs = tuple(ctx.needs_input_grad[:3])
+        gx, gw, gb = _C.linear_backward(g, x, weight, needs)
+        return gx, gw, gb, None
+
+
+def _linear(input, weight, bias, relu):
+    if _needs_grad(input, weight, bias) or autocast_listed(_Linear):
+        return _Linear.apply(input, weight, bias, relu)
+    return _C.linear(input, weight, bias, relu)
+
+
+def linear(input, weight, bias=None):
+    """y = input @ weight^T + bias, for input (*, in_features), weight
+    (out_features, in_features) and bias (out_features,).
+
+    >>> import ampc
+    >>> import ampc.nn.functional as F
+    >>> F.linear(ampc.ones(2, 3), ampc.ones(4, 3), ampc.zeros(4))
+    tensor([[3., 3., 3., 3.],
+            [3., 3., 3., 3.]])
+    """
+    _tensor("linear", "input", 1, input)
+    _tensor("linear", "weight", 2, weight)
+    _opt_tensor("linear", "bias", 3, bias)
+    return _linear(input, weight, bias, False)
+
+
+# ----------------------------------------------------------------------------
+# conv2d
+
+
+class _Conv2d(Function):
+    """2-D cross-correlation (+ ReLU when fused); backward is one
+    ``_C.conv2d_backward`` call for input, weight and bias gradients."""
+
+    node_name = "ConvolutionBackward0"
+    autocast_op = "conv2d"
+
+    @staticmethod
+    def forward(ctx, x, weight, bias, stride, padding, dilation, relu):
+        out = _C.conv2d(x, weight, bias, stride, padding, dilation, relu)
+        ctx.geometry = (stride, padding, dilation)
+        ctx.relu = relu
+        ctx.save_for_backward(x, weight, out if relu else None)
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        x, weight, out = ctx.saved_tensors
+        if ctx.relu:
+            g = _C.relu_backward(g, out)
+        stride, padding, dilation = ctx.geometry
+        gx, gw, gb = _C.conv2d_backward(g, x, weight, stride, padding,
+                                        dilation,
+                                        tuple(ctx.needs_input_grad[:3]))
+        return gx, gw, gb, None, None, None, None
+
+
+def _conv2d(input, weight, bias, stride, padding, dilation, relu):
+    """conv2d on an (N, C, H, W) or unbatched (C, H, W) input, with the
+    geometry already checked to be pairs of ints."""
+    unbatched = input.ndim == 3
+    if unbatched:
+        input = input.unsqueeze(0)
+    elif input.ndim != 4:
+        raise RuntimeError(
+            "Expected 3D (unbatched) or 4D (batched) input to conv2d, but "
+            f"got input of size: {list(input.shape)}")
+    if _needs_grad(input, weight, bias) or autocast_listed(_Conv2d):
+        out = _Conv2d.apply(input, weight, bias, stride, padding, dilation,
+                            relu)
+    else:
+        out = _C.conv2d(input, weight, bias, stride, padding, dilation,
+                        relu)
+    return out.squeeze(0) if unbatched else out
+
+
+def _conv_padding(fn, padding, weight, stride, dilation):
+    """padding as a pair of ints; 'valid' is no padding, 'same' keeps the
+    size (stride 1, and an even total padding in each dim)."""
+    if not isinstance(padding, str):
+        return _pair(fn, "padding", padding)
+    if padding == "valid":
+        return (0, 0)
+    if padding != "same":
+        raise ValueError(
+            f"Invalid padding string '{padding}', should be one of "
+            "{'valid', 'same'}")
+    if stride != (1, 1):
+        raise ValueError(
+            "padding='same' is not supported for strided convolutions")
+    pads = []
+    for d, k in zip(dilation, weight.shape[2:4]):
+        total = d * (k - 1)
+        if total % 2:
+            raise ValueError(
+                f"{fn}(): padding='same' with kernel size {k} and dilation "
+                f"{d} needs {total} padding elements, split unevenly; ampc "
+                "pads symmetrically only: pass an explicit padding instead")
+        pads.append(total // 2)
+    return tuple(pads)
+
+
+def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1,
+           groups=1):
+    """2-D convolution (cross-correlation) of input (N, C, H, W) or
+    (C, H, W) with weight (OC, C, KH, KW); stride, padding and dilation
+    are ints or pairs, padding may also be 'valid' or 'same'.
+
+    >>> import ampc
+    >>> import ampc.nn.functional as F
+    >>> F.conv2d(ampc.ones(1, 1, 3, 3), ampc.ones(1, 1, 2, 2)).shape
+    ampc.Size([1, 1, 2, 2])
+    """
+    _tensor("conv2d", "input", 1, input)
+    _tensor("conv2d", "weight", 2, weight)
+    _opt_tensor("conv2d", "bias", 3, bias)
+    if _int("conv2d", "groups", groups) != 1:
+        raise RuntimeError(
+            f"conv2d(): ampc supports groups=1 only, got groups={groups}")
+    stride = _pair("conv2d", "stride", stride)
+    dilation = _pair("conv2d", "dilation", dilation)
+    if weight.ndim != 4:
+        raise RuntimeError(
+            "conv2d(): expected weight to be 4-D (out_channels, "
+            "in_channels, kernel_height, kernel_width), got shape "
+            f"{list(weight.shape)}")
+    padding = _conv_padding("conv2d", padding, weight, stride, dilation)
+    return _conv2d(input, weight, bias, stride, padding, dilation, False)
+
+
+# ----------------------------------------------------------------------------
+# activations
+
+
+class _Relu(Function):
+    node_name = "ReluBackward0"
+    _saves_self = False     # saves its output, not its input
+
+    @staticmethod
+    def forward(ctx, x):
+        out = _C.unary("relu", x)
+        ctx.save_for_backward(out)
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        out, = ctx.saved_tensors
+        return _C.relu_backward(g, out)
+
+
+def relu(input, inplace=False):
+    """max(input, 0), element-wise (in place with ``inplace=True``).
+
+    >>> import ampc
+    >>> import ampc.nn.functional as F
+    >>> F.relu(ampc.tensor([-1.0, 2.0]))
+    tensor([0., 2.])
+    """
+    _tensor("relu", "input", 1, input)
+    if inplace:
+        return relu_(input)
+    if _mode.enabled and input.requires_grad:
+        return _Relu.apply(input)
+    return _C.unary("relu", input)
+
+
+def relu_(input):
+    """In-place ``relu``; returns ``input``."""
+    _tensor("relu_", "input", 1, input)
+    if _mode.enabled and input.requires_grad:
+        return _inplace(input, _Relu)
+    _C.unary("relu", input, input)
+    return input
+
+
+def _softmax_dim(name, ndim, stacklevel):
+    warnings.warn(
+        f"Implicit dimension choice for {name} has been deprecated. Change "
+        "the call to include dim=X as an argument.", stacklevel=stacklevel)
+    return 0 if ndim in (0, 1, 3) else 1
+
+
+class _Softmax(Function):
+    node_name = "SoftmaxBackward0"
+    autocast_op = "softmax"
+
+    @staticmethod
+    def forward(ctx, x, dim, dtype):
+        y = _C.softmax(x, dim, dtype)
+        ctx.dim = dim
+        ctx.save_for_backward(y)
+        return y
+
+    @staticmethod
+    def backward(ctx, g):
+        y, = ctx.saved_tensors
+        return _C.softmax_backward(g, y, ctx.dim), None, None
+
+
+class _LogSoftmax(Function):
+    node_name = "LogSoftmaxBackward0"
+    autocast_op = "log_softmax"
+
+    @staticmethod
+    def forward(ctx, x, dim, dtype):
+        y = _C.log_softmax(x, dim, dtype)
+        ctx.dim = dim
+        ctx.save_for_backward(y)
+        return y
+
+    @staticmethod
+    def backward(ctx, g):
+        y, = ctx.saved_tensors
+        return _C.log_softmax_backward(g, y, ctx.dim), None, None
+
+
+def _softmax_common(name, fn, raw, input, dim, dtype, stacklevel):
+    _tensor(name, "input", 1, input)
+    dtype = _check_dtype(name, "dtype", dtype)
+    if dim is None:
+        dim = _softmax_dim(name, input.ndim, stacklevel + 1)
+    dim = _wrap_dim(name, dim, max(input.ndim, 1))
+    if (_mode.enabled and input.requires_grad) or autocast_listed(fn):
+        return fn.apply(input, dim, dtype)
+    return raw(input, dim, dtype)
+
+
+def softmax(input, dim=None, _stacklevel=3, dtype=None):
+    """exp(x) / sum(exp(x)) along ``dim``, computed stably (max
+    subtracted); ``dtype`` computes and returns in that dtype.
+
+    >>> import ampc
+    >>> import ampc.nn.functional as F
+    >>> F.softmax(ampc.tensor([0.0, 0.0]), dim=0)
+    tensor([0.5000, 0.5000])
+    """
+    return _softmax_common("softmax", _Softmax, _C.softmax, input, dim,
+                           dtype, _stacklevel)
+
+
+def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
+    """log(softmax(x)) along ``dim``, computed as x - logsumexp(x).
+
+    >>> import ampc
+    >>> import ampc.nn.functional as F
+    >>> F.log_softmax(ampc.tensor([0.0, 0.0]), dim=0)
+    tensor([-0.6931, -0.6931])
+    """
+    return _softmax_common("log_softmax", _LogSoftmax, _C.log_softmax,
+                           input, dim, dtype, _stacklevel)
+
+
+# ----------------------------------------------------------------------------
+# pooling and dropout
+
+
+class _MaxPool2d(Function):
+    node_name = "MaxPool2DWithIndicesBackward0"
+
+    @staticmethod
+    def forward(ctx, x, kernel_size, stride, padding, dilation, ceil_mode):
+        y, indices = _C.max_pool2d(x, kernel_size, stride, padding,
+                                   dilation, ceil_mode)
+        ctx.in_shape = tuple(x.shape)
+        ctx.save_for_backward(indices)
+        return y, indices
+
+    @staticmethod
+    def backward(ctx, g):
+        indices, = ctx.saved_tensors
+        return _C.max_pool2d_backward(g, indices, ctx.in_shape)
+
+
+def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1,
+               ceil_mode=False, return_indices=False):
+    """The maximum of each kernel_size window of input (N, C, H, W) or
+    (C, H, W); stride defaults to kernel_size.  ``return_indices=True``
+    also returns the flat index of each maximum in its H*W plane.
+
+    >>> import ampc
+    >>> import ampc.nn.functional as F
+    >>> F.max_pool2d(ampc.arange(16.0).view(1, 1, 4, 4), 2)
+    tensor([[[[ 5.,  7.],
+              [13., 15.]]]])
+    """
+    _tensor("max_pool2d", "input", 1, input)
+    kernel_size = _pair("max_pool2d", "kernel_size", kernel_size)
+    if stride is None or (isinstance(stride, (tuple, list))
+                          and len(stride) == 0):
+        stride = kernel_size
+    else:
+        stride = _pair("max_pool2d", "stride", stride)
+    padding = _pair("max_pool2d", "padding", padding)
+    dilation = _pair("max_pool2d", "dilation", dilation)
+    ceil_mode = bool(ceil_mode)
+    unbatched = input.ndim == 3
+    if unbatched:
+        input = input.unsqueeze(0)
+    elif input.ndim != 4:
+        raise RuntimeError(
+            "max_pool2d(): Expected 3D or 4D (batch mode) tensor for input "
+            f"with optional 0 dim batch size, but got input of size: "
+            f"{list(input.shape)}")
+    if _mode.enabled and input.requires_grad:
+        y, indices = _MaxPool2d.apply(input, kernel_size, stride, padding,
+                                      dilation, ceil_mode)
+    else:
+        y, indices = _C.max_pool2d(input, kernel_size, stride, padding,
+                                   dilation, ceil_mode)
+    if unbatched:
+        y, indices = y.squeeze(0), indices.squeeze(0)
+    return (y, indices) if return_indices else y
+
+
+class _Dropout(Function):
+    node_name = "NativeDropoutBackward0"
+    _saves_self = False     # saves only the mask
+
+    @staticmethod
+    def forward(ctx, x, p):
+        y, mask = _C.dropout(x, p, True)
+        ctx.p = p
+        ctx.save_for_backward(mask)
+        return y
+
+    @staticmethod
+    def backward(ctx, g):
+        mask, = ctx.saved_tensors
+        return _C.dropout_backward(g, mask, ctx.p), None
+
+
+def dropout(input, p=0.5, training=True, inplace=False):
+    """Zero each element with probability ``p`` and scale the rest by
+    1/(1-p), in training mode; the identity otherwise.  Draws from ampc's
+    generator (``ampc.manual_seed`` makes it repeatable).
+
+    >>> import ampc
+    >>> import ampc.nn.functional as F
+    >>> F.dropout(ampc.ones(4), p=0.5, training=False)
+    tensor([1., 1., 1., 1.])
+    """
+    _tensor("dropout", "input", 1, input)
+    p = _number("dropout", "p", p)
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(
+            f"dropout probability has to be between 0 and 1, but got {p}")
+    if not training or p == 0.0:
+        return input
+    grad = _mode.enabled and input.requires_grad
+    if inplace:
+        if grad:
+            return _inplace(input, _Dropout, p)
+        y, _ = _C.dropout(input, p, True)
+        _C.copy_(input, y)
+        return input
+    if grad:
+        return _Dropout.apply(input, p)
+    return _C.dropout(input, p, True)[0]
+
+
+# ----------------------------------------------------------------------------
+# losses
+
+
+class _NllLoss(Function):
+    node_name = "NllLossBackward0"
+    autocast_op = "nll_loss"
+
+    @staticmethod
+    def forward(ctx, logp, target, weight, reduction, ignore_index):
+        loss, total_weight = _C.nll_loss(logp, target, weight, reduction,
+                                         ignore_index)
+        ctx.reduction = reduction
+        ctx.ignore_index = ignore_index
+        ctx.save_for_backward(logp, target, weight, total_weight)
+        return loss
+
+    @staticmethod
+    def backward(ctx, g):
+        logp, target, weight, total_weight = ctx.saved_tensors
+        grad = _C.nll_loss_backward(g, logp, target, weight,
+                                    ctx.reduction, ctx.ignore_index,
+                                    total_weight)
+        return grad, None, None, None, None
+
+
+class _CrossEntropy(Function):
+    """log_softmax + nll_loss fused in ``_C.cross_entropy``, which also
+    returns the log-probabilities (and any further values) that its
+    backward needs."""
+
+    node_name = "CrossEntropyLossBackward0"
+    autocast_op = "cross_entropy"
+
+    @staticmethod
+    def forward(ctx, logits, target, weight, reduction, ignore_index,
+                label_smoothing):
+        loss, *saved = _C.cross_entropy(logits, target, weight, reduction,
+                                        ignore_index, label_smoothing)
+        ctx.args = (reduction, ignore_index, label_smoothing)
+        ctx.save_for_backward(target, weight, *saved)
+        return loss
+
+    @staticmethod
+    def backward(ctx, g):
+        target, weight, log_probs, *extra = ctx.saved_tensors
+        reduction, ignore_index, label_smoothing = ctx.args
+        grad = _C.cross_entropy_backward(g, log_probs, target,
+                                         weight, reduction, ignore_index,
+                                         label_smoothing, *extra)
+        return grad, None, None, None, None, None
+
+
+def _class_rows(fn, input, target):
+    """(N, C, d1, ...) input and (N, d1, ...) target -> (N*d1*..., C) rows
+    and a flat target, for the (N, C) kernels; also the shape of a
+    reduction='none' result."""
+    if input.ndim <= 2:
+        return input, target, None
+    n, c = input.shape[0], input.shape[1]
+    expected = (n,) + tuple(input.shape[2:])
+    if tuple(target.shape) != expected:
+        raise ValueError(
+            f"{fn}(): Expected target size {list(expected)}, got "
+            f"{list(target.shape)}")
+    perm = (0,) + tuple(range(2, input.ndim)) + (1,)
+    rows = input.permute(*perm).reshape(-1, c)
+    return rows, target.reshape(-1), expected
+
+
+def nll_loss(input, target, weight=None, size_average=None,
+             ignore_index=-100, reduce=None, reduction="mean"):
+    """The negative log-likelihood loss of log-probabilities input (N, C)
+    (or (C,), or (N, C, d1, ...)) for class indices target (int64); class
+    ``weight``s and ``ignore_index`` as in PyTorch.
+
+    >>> import ampc
+    >>> import ampc.nn.functional as F
+    >>> F.nll_loss(ampc.tensor([[-1.0, -2.0]]), ampc.tensor([1]))
+    tensor(2.)
+    """
+    _tensor("nll_loss", "input", 1, input)
+    _tensor("nll_loss", "target", 2, target)
+    _opt_tensor("nll_loss", "weight", 3, weight)
+    reduction = _reduction("nll_loss", size_average, reduce, reduction)
+    ignore_index = _int("nll_loss", "ignore_index", ignore_index)
+    rows, flat, none_shape = _class_rows("nll_loss", input, target)
+    if _needs_grad(rows, weight) or autocast_listed(_NllLoss):
+        loss = _NllLoss.apply(rows, flat, weight, reduction, ignore_index)
+    else:
+        loss = _C.nll_loss(rows, flat, weight, reduction, ignore_index)[0]
+    if none_shape is not None and reduction == "none":
+        loss = loss.reshape(none_shape)
+    return loss
+
+
+def _soft_target_cross_entropy(input, target, weight, reduction,
+                               label_smoothing):
+    """Cross-entropy against class probabilities (a float target of the
+    input's shape), composed from log_softmax and element-wise ops."""
+    c = input.shape[1] if input.ndim >= 2 else input.shape[0]
+    cdim = 1 if input.ndim >= 2 else 0
+    if tuple(target.shape) != tuple(input.shape):
+        raise RuntimeError(
+            "cross_entropy(): a target of class probabilities must have the "
+            f"input's shape {list(input.shape)}, got {list(target.shape)}")
+    logp = log_softmax(input, cdim)
+    if label_smoothing > 0.0:
+        target = target * (1.0 - label_smoothing) + label_smoothing / c
+    terms = logp * target
+    if weight is not None:
+        shape = [1] * input.ndim
+        shape[cdim] = c
+        terms = terms * weight.view(*shape)
+    loss = -terms.sum(cdim)
+    if reduction == "none":
+        return loss
+    if reduction == "sum":
+        return loss.sum()
+    return loss.sum() / (input.numel() // c)
+
+
+def cross_entropy(input, target, weight=None, size_average=None,
+                  ignore_index=-100, reduce=None, reduction="mean",
+                  label_smoothing=0.0):
+    """The cross-entropy loss of unnormalised logits input (N, C) (or
+    (C,), or (N, C, d1, ...)) against class indices (int64) or class
+    probabilities (float, input's shape); PyTorch's ``weight``,
+    ``ignore_index``, ``reduction`` and ``label_smoothing``.
+
+    >>> import ampc
+    >>> import ampc.nn.functional as F
+    >>> F.cross_entropy(ampc.zeros(1, 4), ampc.tensor([2]))
+    tensor(1.3863)
+    """
+    _tensor("cross_entropy", "input", 1, input)
+    _tensor("cross_entropy", "target", 2, target)
+    _opt_tensor("cross_entropy", "weight", 3, weight)
+    reduction = _reduction("cross_entropy", size_average, reduce, reduction)
+    ignore_index = _int("cross_entropy", "ignore_index", ignore_index)
+    label_smoothing = _number("cross_entropy", "label_smoothing",
+                              label_smoothing)
+    if not 0.0 <= label_smoothing <= 1.0:
+        raise ValueError(
+            "cross_entropy(): label_smoothing must be between 0.0 and 1.0. "
+            f"Got: {label_smoothing}")
+    if target.dtype.is_floating_point:
+        if autocast_listed(_CrossEntropy):
+            # the whole composite runs in autocast's float32, as the op
+            input, target = input.float(), target.float()
+            weight = None if weight is None else weight.float()
+        return _soft_target_cross_entropy(input, target, weight, reduction,
+                                          label_smoothing)
+    rows, flat, none_shape = _class_rows("cross_entropy", input, target)
+    if _needs_grad(rows, weight) or autocast_listed(_CrossEntropy):
+        loss = _CrossEntropy.apply(rows, flat, weight, reduction,
+                                   ignore_index, label_smoothing)
+    else:
+        loss = _C.cross_entropy(rows, flat, weight, reduction, ignore_index,
+                                label_smoothing)[0]
+    if none_shape is not None and reduction == "none":
+        loss = loss.reshape(none_shape)
+    return loss
+
+
+class _MseLoss(Function):
+    node_name = "MseLossBackward0"
+    autocast_op = "mse_loss"
+
+    @staticmethod
+    def forward(ctx, input, target, reduction):
+        ctx.reduction = reduction
+        ctx.save_for_backward(input, target)
+        return _C.mse_loss(input, target, reduction)
+
+    @staticmethod
+    def backward(ctx, g):
+        input, target = ctx.saved_tensors
+        gi = _C.mse_loss_backward(g, input, target, ctx.reduction)
+        gt = _C.unary("neg", gi) if ctx.needs_input_grad[1] else None
+        return (gi if ctx.needs_input_grad[0] else None), gt, None
+
+
+def mse_loss(input, target, size_average=None, reduce=None,
+             reduction="mean"):
+    """The mean (or sum, or element-wise) squared error of input against
+    target.
+
+    >>> import ampc
+    >>> import ampc.nn.functional as F
+    >>> F.mse_loss(ampc.tensor([1.0, 3.0]), ampc.tensor([0.0, 0.0]))
+    tensor(5.)
+    """
+    _tensor("mse_loss", "input", 1, input)
+    _tensor("mse_loss", "target", 2, target)
+    reduction = _reduction("mse_loss", size_average, reduce, reduction)
+    if input.shape != target.shape:
+        warnings.warn(
+            f"Using a target size ({target.shape}) that is different to the "
+            f"input size ({input.shape}). This will likely lead to incorrect "
+            "results due to broadcasting. Please ensure they have the same "
+            "size.", stacklevel=2)
+        shape = _broadcast_shape("mse_loss", input.shape, target.shape)
+        input = input.expand(*shape).contiguous()
+        target = target.expand(*shape).contiguous()
+    if _needs_grad(input, target) or autocast_listed(_MseLoss):
+        return _MseLoss.apply(input, target, reduction)
+    return _C.mse_loss(input, target, reduction)
+
+
+def _broadcast_shape(fn, a, b):
+    n = max(len(a), len(b))
+    a = (1,) * (n - len(a)) + tuple(a)
+    b = (1,) * (n - len(b)) + tuple(b)
+    out = []
+    for i, (x, y) in enumerate(zip(a, b)):
+        if x != y and 1 not in (x, y):
+            raise RuntimeError(
+                f"{fn}(): The size of tensor a ({x}) must match the size of "
+                f"tensor b ({y}) at non-singleton dimension {i}")
+        out.append(max(x, y) if 0 not in (x, y) else 0)
+    return tuple(out)
+
+
+def flatten(input, start_dim=0, end_dim=-1):
+    """``input.flatten(start_dim, end_dim)`` (as ``ampc.flatten``)."""
+    return _tensor("flatten", "input", 1, input).flatten(start_dim, end_dim)

@@ -1,0 +1,75 @@
+"""Activation layers: ``ReLU``, ``Softmax``, ``LogSoftmax``.
+
+>>> import ampc
+>>> ampc.nn.ReLU()(ampc.tensor([-1.0, 1.0]))
+tensor([0., 1.])
+"""
+from .. import functional as F
+from .module import Module
+
+__all__ = ["ReLU", "Softmax", "LogSoftmax"]
+
+
+class ReLU(Module):
+    """max(x, 0) element-wise (in place with ``inplace=True``).
+
+    >>> import ampc
+    >>> ampc.nn.ReLU()
+    ReLU()
+    """
+
+    def __init__(self, inplace=False):
+        super().__init__()
+        self.inplace = inplace
+
+    def forward(self, input):
+        return F.relu(input, inplace=self.inplace)
+
+    def extra_repr(self):
+        return "inplace=True" if self.inplace else ""
+
+
+class Softmax(Module):
+    """softmax along ``dim``.
+
+    >>> import ampc
+    >>> ampc.nn.Softmax(dim=1)(ampc.zeros(1, 2))
+    tensor([[0.5000, 0.5000]])
+    """
+
+    def __init__(self, dim=None):
+        super().__init__()
+        self.dim = dim
+
+    def __setstate__(self, state):
+        super().__setstate__(state)
+        self.__dict__.setdefault("dim", None)
+
+    def forward(self, input):
+        return F.softmax(input, self.dim, _stacklevel=5)
+
+    def extra_repr(self):
+        return f"dim={self.dim}"
+
+
+class LogSoftmax(Module):
+    """log_softmax along ``dim``.
+
+    >>> import ampc
+    >>> ampc.nn.LogSoftmax(dim=0)(ampc.zeros(2))
+    tensor([-0.6931, -0.6931])
+    """
+
+    def __init__(self, dim=None):
+        super().__init__()
+        self.dim = dim
+
+    def __setstate__(self, state):
+        super().__setstate__(state)
+        self.__dict__.setdefault("dim", None)
+
+    def forward(self, input):
+        return F.log_softmax(input, self.dim, _stacklevel=5)
+
+    def extra_repr(self):
+        return f"dim={self.dim}"

@@ -1,0 +1,117 @@
+"""``Conv2d``: 2-D convolution over (N, C, H, W) images.
+
+>>> import ampc
+>>> ampc.nn.Conv2d(3, 32, kernel_size=3, padding=1)
+Conv2d(3, 32, kernel_size=(3, 3), stride=(1, 1), padding=(1, 1))
+"""
+import math
+
+from ... import _C
+from ..._creation import empty
+from .. import functional as F
+from .. import init
+from ..parameter import Parameter
+from .module import Module
+
+__all__ = ["Conv2d"]
+
+
+class Conv2d(Module):
+    """2-D convolution (cross-correlation) with ``out_channels`` filters of
+    ``kernel_size`` over ``in_channels``; ``stride``, ``padding`` (ints,
+    pairs, or 'valid'/'same') and ``dilation`` as in PyTorch.  ``weight``
+    (out, in, kh, kw) and ``bias`` start as U(-1/sqrt(fan_in),
+    1/sqrt(fan_in)) with fan_in = in * kh * kw (PyTorch's default).
+    ``groups`` must be 1 and ``padding_mode`` 'zeros'.
+
+    >>> import ampc
+    >>> conv = ampc.nn.Conv2d(3, 8, 3, padding=1)
+    >>> conv(ampc.ones(2, 3, 5, 5)).shape
+    ampc.Size([2, 8, 5, 5])
+    """
+
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1,
+                 padding=0, dilation=1, groups=1, bias=True,
+                 padding_mode="zeros", device=None, dtype=None):
+        super().__init__()
+        for name, v in (("in_channels", in_channels),
+                        ("out_channels", out_channels)):
+            if v.__class__ is bool or not isinstance(v, int) or v <= 0:
+                raise ValueError(
+                    f"Conv2d(): {name} must be a positive int, got {v!r}")
+        if groups != 1:
+            raise ValueError(
+                f"Conv2d(): ampc supports groups=1 only, got groups={groups}")
+        if padding_mode != "zeros":
+            raise ValueError(
+                "Conv2d(): ampc supports padding_mode='zeros' only, got "
+                f"'{padding_mode}'")
+        self.in_channels = in_channels
+        self.out_channels = out_channels
+        self.kernel_size = F._pair("Conv2d", "kernel_size", kernel_size)
+        if min(self.kernel_size) <= 0:
+            raise ValueError(
+                "Conv2d(): kernel_size must be positive, got "
+                f"{self.kernel_size}")
+        self.stride = F._pair("Conv2d", "stride", stride)
+        self.dilation = F._pair("Conv2d", "dilation", dilation)
+        if isinstance(padding, str):
+            if padding not in ("same", "valid"):
+                raise ValueError(
+                    f"Invalid padding string '{padding}', should be one of "
+                    "{'valid', 'same'}")
+            if padding == "same" and self.stride != (1, 1):
+                raise ValueError(
+                    "padding='same' is not supported for strided "
+                    "convolutions")
+            self.padding = padding
+        else:
+            self.padding = F._pair("Conv2d", "padding", padding)
+        self.groups = groups
+        self.padding_mode = padding_mode
+        self.weight = Parameter(empty(out_channels, in_channels,
+                                      *self.kernel_size, device=device,
+                                      dtype=dtype))
+        if bias:
+            self.bias = Parameter(empty(out_channels, device=device,
+                                        dtype=dtype))
+        else:
+            self.register_parameter("bias", None)
+        # resolve 'same'/'valid' once (and check 'same' can be symmetric)
+        self._pad = F._conv_padding("Conv2d", self.padding, self.weight,
+                                    self.stride, self.dilation)
+        self.reset_parameters()
+
+    def reset_parameters(self):
+        """Draw fresh initial values (PyTorch's default scheme)."""
+        init.kaiming_uniform_(self.weight, a=math.sqrt(5))
+        if self.bias is not None:
+            fan_in, _ = init._calculate_fan_in_and_fan_out(self.weight)
+            if fan_in != 0:
+                bound = 1 / math.sqrt(fan_in)
+                init.uniform_(self.bias, -bound, bound)
+
+    def _forward(self, input, relu=False):
+        if not isinstance(input, _C.TensorBase):
+            raise TypeError(
+                f"Conv2d.forward(): expected a Tensor input, but got "
+                f"{type(input).__name__}")
+        return F._conv2d(input, self.weight, self.bias, self.stride,
+                         self._pad, self.dilation, relu)
+
+    def forward(self, input):
+        return self._forward(input)
+
+    def extra_repr(self):
+        s = (f"{self.in_channels}, {self.out_channels}, kernel_size="
+             f"{self.kernel_size}, stride={self.stride}")
+        if self.padding != (0, 0):
+            s += (f", padding={self.padding!r}" if isinstance(
+                self.padding, str) else f", padding={self.padding}")
+        if self.dilation != (1, 1):
+            s += f", dilation={self.dilation}"
+        if self.groups != 1:
+            s += f", groups={self.groups}"
+        if self.bias is None:
+            s += ", bias=False"
+        return s

@@ -1,0 +1,147 @@
+"""``Adam`` and ``AdamW``: PyTorch's formulas (bias-corrected moments, eps
+added after the square root, L2 or decoupled weight decay, amsgrad,
+maximize), each parameter updated by one fused ``_C.adam_step_`` pass.
+
+>>> import ampc
+>>> w = ampc.nn.Parameter(ampc.tensor([1.0]))
+>>> opt = ampc.optim.Adam([w], lr=0.1)
+>>> (w * w).sum().backward()
+>>> opt.step()
+>>> round(float(w), 4)
+0.9
+"""
+from .. import _C
+from ..autograd import no_grad
+from .optimizer import Optimizer, _scalar, required
+from .sgd import _check_differentiable, _dev
+
+__all__ = ["Adam", "AdamW"]
+
+
+class Adam(Optimizer):
+    """PyTorch's Adam: with g the gradient (negated when ``maximize``),
+    g += weight_decay * p (or p *= 1 - lr * weight_decay when
+    ``decoupled_weight_decay``, as AdamW); m = b1 m + (1 - b1) g;
+    v = b2 v + (1 - b2) g^2; v_max = max(v_max, v) with ``amsgrad``;
+    p -= lr / (1 - b1^t) * m / (sqrt(v / (1 - b2^t)) + eps).
+
+    >>> import ampc
+    >>> model = ampc.nn.Linear(3, 1)
+    >>> opt = ampc.optim.Adam(model.parameters(), lr=1e-3)
+    >>> model(ampc.ones(2, 3)).sum().backward()
+    >>> opt.step()
+    >>> int(opt.state[model.weight]["step"])
+    1
+    """
+
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8,
+                 weight_decay=0, amsgrad=False, *, foreach=None,
+                 maximize=False, capturable=False, differentiable=False,
+                 fused=None, decoupled_weight_decay=False):
+        name = type(self).__name__
+        if lr is not required:
+            lr = _scalar(name, "lr", lr)
+            if not 0.0 <= lr:
+                raise ValueError(f"Invalid learning rate: {lr}")
+        if not 0.0 <= eps:
+            raise ValueError(f"Invalid epsilon value: {eps}")
+        betas = tuple(_scalar(name, "betas", b) for b in betas)
+        if len(betas) != 2:
+            raise ValueError(
+                f"{name}(): betas must be a pair (beta1, beta2), got "
+                f"{len(betas)} values")
+        if not 0.0 <= betas[0] < 1.0:
+            raise ValueError(f"Invalid beta parameter at index 0: {betas[0]}")
+        if not 0.0 <= betas[1] < 1.0:
+            raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
+        if not 0.0 <= weight_decay:
+            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        if capturable:
+            raise RuntimeError(
+                f"{name}(): capturable=True (CUDA graph capture) is not "
+                "supported by ampc")
+        _check_differentiable(name, differentiable)
+        defaults = {
+            "lr": lr, "betas": betas, "eps": eps,
+            "weight_decay": weight_decay, "amsgrad": amsgrad,
+            "maximize": maximize, "foreach": foreach,
+            "capturable": capturable, "differentiable": differentiable,
+            "fused": fused, "decoupled_weight_decay": decoupled_weight_decay,
+        }
+        super().__init__(params, defaults)
+
+    def __setstate__(self, state):
+        super().__setstate__(state)
+        for group in self.param_groups:
+            group.setdefault("amsgrad", False)
+            group.setdefault("maximize", False)
+            group.setdefault("foreach", None)
+            group.setdefault("capturable", False)
+            group.setdefault("differentiable", False)
+            group.setdefault("fused", None)
+            group.setdefault("decoupled_weight_decay", False)
+
+    @no_grad()
+    def step(self, closure=None):
+        """One update of every parameter that has a gradient; with a
+        ``closure``, returns its loss."""
+        loss = self._closure_loss(closure)
+        for group in self.param_groups:
+            lr = float(_scalar("Adam", "lr", group["lr"]))
+            beta1, beta2 = (float(b) for b in group["betas"])
+            eps = float(group["eps"])
+            weight_decay = float(group["weight_decay"])
+            amsgrad = bool(group["amsgrad"])
+            maximize = bool(group["maximize"])
+            decoupled = bool(group["decoupled_weight_decay"])
+            for p in group["params"]:
+                grad = p.grad
+                if grad is None:
+                    continue
+                state = self.state[p]
+                if not state:
+                    shape, dev = tuple(p.shape), _dev(p)
+                    state["step"] = _C.full((), 0.0, _C.float32, "cpu")
+                    state["exp_avg"] = _C.full(shape, 0, p.dtype, dev)
+                    state["exp_avg_sq"] = _C.full(shape, 0, p.dtype, dev)
+                    if amsgrad:
+                        state["max_exp_avg_sq"] = _C.full(shape, 0,
+                                                          p.dtype, dev)
+                step_t = state["step"]
+                _C.binary("add", step_t, 1, step_t)
+                max_sq = state.get("max_exp_avg_sq") if amsgrad else None
+                if amsgrad and max_sq is None:
+                    # amsgrad switched on after the first steps
+                    max_sq = _C.full(tuple(p.shape), 0, p.dtype, _dev(p))
+                    state["max_exp_avg_sq"] = max_sq
+                _C.adam_step_(p, grad, state["exp_avg"], state["exp_avg_sq"],
+                              max_sq, int(step_t.item()), lr, beta1, beta2,
+                              eps, weight_decay, amsgrad, maximize,
+                              decoupled)
+        return loss
+
+
+class AdamW(Adam):
+    """Adam with decoupled weight decay (p *= 1 - lr * weight_decay before
+    the Adam update), default weight_decay 1e-2, as PyTorch's AdamW.
+
+    >>> import ampc
+    >>> opt = ampc.optim.AdamW(ampc.nn.Linear(2, 2).parameters())
+    >>> opt.param_groups[0]["weight_decay"]
+    0.01
+    """
+
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8,
+                 weight_decay=1e-2, amsgrad=False, *, maximize=False,
+                 foreach=None, capturable=False, differentiable=False,
+                 fused=None):
+        super().__init__(params, lr, betas, eps, weight_decay, amsgrad,
+                         foreach=foreach, maximize=maximize,
+                         capturable=capturable,
+                         differentiable=differentiable, fused=fused,
+                         decoupled_weight_decay=True)
+
+    def __setstate__(self, state):
+        super().__setstate__(state)
+        for group in self.param_groups:
+            group["decoupled_weight_decay"] = True

@@ -1,0 +1,112 @@
+"""``SGD``: stochastic gradient descent with momentum, dampening, weight
+decay, Nesterov momentum and maximize, exactly PyTorch's update, each
+parameter updated by one fused ``_C.sgd_step_`` pass.
+
+>>> import ampc
+>>> w = ampc.nn.Parameter(ampc.tensor([1.0]))
+>>> opt = ampc.optim.SGD([w], lr=0.5, momentum=0.9)
+>>> (w * w).sum().backward()
+>>> opt.step()
+>>> w
+Parameter containing:
+tensor([0.], requires_grad=True)
+"""
+from .. import _C
+from ..autograd import no_grad
+from .optimizer import Optimizer, _scalar, required
+
+__all__ = ["SGD"]
+
+
+def _check_differentiable(name, differentiable):
+    if differentiable:
+        raise RuntimeError(
+            f"{name}(): differentiable=True is not supported by ampc (its "
+            "steps are fused in-place kernels that autograd does not "
+            "record)")
+
+
+class SGD(Optimizer):
+    """PyTorch's SGD.  With g the gradient (negated when ``maximize``):
+    g += weight_decay * p; with momentum, buf = g on the first step, then
+    buf = momentum * buf + (1 - dampening) * g, and g = buf (or
+    g + momentum * buf with ``nesterov``); p -= lr * g.  ``foreach`` and
+    ``fused`` are accepted for compatibility (ampc's step is always one
+    fused pass per parameter).
+
+    >>> import ampc
+    >>> model = ampc.nn.Linear(3, 1)
+    >>> opt = ampc.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    >>> opt.zero_grad()
+    >>> model(ampc.ones(2, 3)).sum().backward()
+    >>> opt.step()
+    """
+
+    def __init__(self, params, lr=1e-3, momentum=0, dampening=0,
+                 weight_decay=0, nesterov=False, *, maximize=False,
+                 foreach=None, differentiable=False, fused=None):
+        if lr is not required:
+            lr = _scalar("SGD", "lr", lr)
+            if lr < 0.0:
+                raise ValueError(f"Invalid learning rate: {lr}")
+        if momentum < 0.0:
+            raise ValueError(f"Invalid momentum value: {momentum}")
+        if weight_decay < 0.0:
+            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        if nesterov and (momentum <= 0 or dampening != 0):
+            raise ValueError(
+                "Nesterov momentum requires a momentum and zero dampening")
+        _check_differentiable("SGD", differentiable)
+        defaults = {
+            "lr": lr, "momentum": momentum, "dampening": dampening,
+            "weight_decay": weight_decay, "nesterov": nesterov,
+            "maximize": maximize, "foreach": foreach,
+            "differentiable": differentiable, "fused": fused,
+        }
+        super().__init__(params, defaults)
+
+    def __setstate__(self, state):
+        super().__setstate__(state)
+        for group in self.param_groups:
+            group.setdefault("nesterov", False)
+            group.setdefault("maximize", False)
+            group.setdefault("foreach", None)
+            group.setdefault("differentiable", False)
+            group.setdefault("fused", None)
+
+    @no_grad()
+    def step(self, closure=None):
+        """One update of every parameter that has a gradient; with a
+        ``closure`` (re-computes the loss, calls backward), returns its
+        loss."""
+        loss = self._closure_loss(closure)
+        for group in self.param_groups:
+            lr = float(_scalar("SGD", "lr", group["lr"]))
+            momentum = float(group["momentum"])
+            dampening = float(group["dampening"])
+            weight_decay = float(_scalar("SGD", "weight_decay",
+                                         group["weight_decay"]))
+            nesterov = bool(group["nesterov"])
+            maximize = bool(group["maximize"])
+            for p in group["params"]:
+                grad = p.grad
+                if grad is None:
+                    continue
+                buf = None
+                first = False
+                if momentum != 0:
+                    state = self.state[p]
+                    buf = state.get("momentum_buffer")
+                    if buf is None:
+                        # sgd_step_ sets it to the (decayed) gradient
+                        first = True
+                        buf = _C.empty(tuple(p.shape), p.dtype,
+                                       _dev(p))
+                        state["momentum_buffer"] = buf
+                _C.sgd_step_(p, grad, buf, lr, momentum, dampening,
+                             weight_decay, nesterov, maximize, first)
+        return loss
+
+
+def _dev(t):
+    return "cpu" if t.device_type == "cpu" else f"cuda:{t.device_index}"
