@@ -366,13 +366,10 @@ class Tensor(_TB):
 
     @data.setter
     def data(self, value):
+        """``t.data = other``: t now holds other's values, shape and dtype
+        (sharing its memory), keeping its identity and autograd flags."""
         _check_tensor("data", "value", value)
-        if value.shape != self.shape:
-            raise RuntimeError(
-                f"data: ampc can only assign .data of the same shape "
-                f"({list(self.shape)}), got {list(value.shape)}; use a new "
-                "tensor instead")
-        _C.copy_(self._detach(), value)
+        self._set_data(value)
 
     @property
     def T(self):

@@ -506,6 +506,42 @@ tensor_item(AmpcTensorObject *self, PyObject *unused)
     return ampc_scalar_to_python(self->dtype, self->data);
 }
 
+/* _set_data(other): self now holds other's storage, shape, strides and
+ * dtype (PyTorch's `t.data = other`), keeping its identity and autograd
+ * fields, so a module cast with .half() keeps its Parameter objects. */
+static PyObject *
+tensor_set_data(AmpcTensorObject *self, PyObject *other_obj)
+{
+    if (!ampc_tensor_check(other_obj)) {
+        PyErr_Format(PyExc_TypeError,
+                     "data: expected a Tensor, got %.100s",
+                     Py_TYPE(other_obj)->tp_name);
+        return NULL;
+    }
+    AmpcTensorObject *other = AMPC_TENSOR(other_obj);
+    if (self->requires_grad && !ampc_dtype_is_float(other->dtype)) {
+        PyErr_Format(PyExc_RuntimeError,
+                     "data: a tensor that requires grad cannot hold "
+                     "ampc.%s data",
+                     ampc_dtype_name(other->dtype));
+        return NULL;
+    }
+    if (other == self) {
+        Py_RETURN_NONE;
+    }
+    other->storage->refcnt++;
+    ampc_storage_decref(self->storage);
+    self->storage = other->storage;
+    self->data = other->data;
+    self->ndim = other->ndim;
+    self->dtype = other->dtype;
+    self->device = other->device;
+    memcpy(self->shape, other->shape, sizeof(self->shape));
+    memcpy(self->strides, other->strides, sizeof(self->strides));
+    Py_XSETREF(self->base, Py_XNewRef(other->base));
+    Py_RETURN_NONE;
+}
+
 extern PyMethodDef ampc_view_methods[];
 extern PyMethodDef ampc_numpy_methods[];
 
@@ -524,6 +560,8 @@ static PyMethodDef tensor_methods[] = {
      "bytes per element"},
     {"item", (PyCFunction)tensor_item, METH_NOARGS,
      "the value of a one-element tensor as a Python number"},
+    {"_set_data", (PyCFunction)tensor_set_data, METH_O,
+     "_set_data(other): take other's storage, shape and dtype in place"},
     {NULL},
 };
 

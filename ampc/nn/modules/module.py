@@ -445,14 +445,10 @@ class Module:
     # -- dtype and device ----------------------------------------------------
 
     def _apply(self, fn):
-        """Replace every parameter and buffer ``t`` by ``fn(t)`` (when that
-        is a new tensor), in this module and below.
-
-        NOTE: a parameter whose dtype or device changes becomes a new
-        ``Parameter`` object (PyTorch swaps the storage under the same
-        object); build the optimizer after converting the model, as PyTorch
-        recommends anyway.
-        """
+        """Apply ``fn`` to every parameter and buffer in this module and
+        below.  Parameters keep their identity (``param.data = fn(param)``,
+        as PyTorch does), so an optimizer built before ``half()`` or
+        ``to(...)`` still holds the module's parameters."""
         for module in self.children():
             module._apply(fn)
         with no_grad():
@@ -462,10 +458,11 @@ class Module:
                 new = fn(param)
                 if new is param:
                     continue
-                p = Parameter(new, param.requires_grad)
-                if param.grad is not None:
-                    p.grad = fn(param.grad)
-                self._parameters[key] = p
+                grad = param.grad
+                param.grad = None
+                param.data = new
+                if grad is not None:
+                    param.grad = fn(grad)
             for key, buf in self._buffers.items():
                 if buf is not None:
                     self._buffers[key] = fn(buf)
