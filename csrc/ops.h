@@ -1,0 +1,36 @@
+/* ops.h - what the raw-op files (ops.c, ops_elementwise.c, ops_reduce.c,
+ * ops_random.c) share: argument checks, copies and casts, overlap rules.
+ */
+#ifndef AMPC_OPS_H
+#define AMPC_OPS_H
+
+#include "ampc.h"
+
+/* Below this many elements an op keeps the GIL: releasing it costs more. */
+#define RELEASE_GIL_MIN 65536
+
+#define OPS_BUF 1024      /* elements per stack buffer in chunked loops */
+
+/* -1 with TypeError unless v is a CPU tensor. */
+int ampc_check_tensor(const char *fn, const char *arg, PyObject *v);
+int ampc_same_device(AmpcTensorObject *a, AmpcTensorObject *b);
+/* A 0-d stand-in for a scalar operand, for ampc_iter_init only.
+ * NOTE: never exposed to Python and never reference counted. */
+void ampc_scalar_operand(AmpcTensorObject *t, ampc_dtype dt, char *buf);
+/* ampc_iter_run, without the GIL when the op is large. */
+void ampc_run_iter(ampc_iter *it, ampc_inner_fn fn, void *ctx,
+                   int64_t numel);
+/* 1 (with RuntimeError set) when t has several elements at one address. */
+int ampc_has_internal_overlap(AmpcTensorObject *t);
+/* in itself, or a copy when it shares memory with out but is not exactly
+ * out, so writes cannot feed later reads.  New reference. */
+AmpcTensorObject *ampc_unalias(AmpcTensorObject *in, AmpcTensorObject *out);
+/* t itself when it has dtype dt, else a cast copy.  New reference. */
+AmpcTensorObject *ampc_as_dtype(AmpcTensorObject *t, ampc_dtype dt);
+/* Fills t with the Python number value. */
+int ampc_fill_value(AmpcTensorObject *t, PyObject *value, const char *fn);
+/* The index of name in names, or -1 with ValueError naming fn. */
+int ampc_lookup_name(const char *const *names, int n, PyObject *name,
+                     const char *fn);
+
+#endif /* AMPC_OPS_H */
