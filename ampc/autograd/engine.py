@@ -1,0 +1,267 @@
+"""The backward engine: ``backward`` and ``grad`` walk the graph from the
+roots in dependency order and accumulate into the leaves' ``.grad``."""
+import heapq
+import itertools
+
+from .. import _C
+from .function import AccumulateGrad, _dev_str, _fresh_grad_fn, _sum_to
+from .grad_mode import no_grad
+
+_TB = _C.TensorBase
+_binary = _C.binary
+_cast = _C.cast
+
+
+# ----------------------------------------------------------------------------
+# the engine
+class _GradCapture:
+    """autograd.grad(): catches the gradients of the chosen inputs instead
+    of accumulating them into ``.grad``."""
+
+    def __init__(self, nodes, leaf_ids, n):
+        self.nodes = nodes          # non-leaf input's grad_fn -> index
+        self.leaf_ids = leaf_ids    # id(leaf input) -> index
+        self.grads = [None] * n
+
+    def capture(self, node, grad):
+        """Record grad if node is wanted; True means: do not accumulate
+        into a leaf's .grad (never, for autograd.grad)."""
+        if node.__class__ is AccumulateGrad:
+            i = self.leaf_ids.get(id(node.variable))
+        else:
+            i = self.nodes.get(node)
+        if i is not None:
+            g = self.grads[i]
+            self.grads[i] = grad if g is None else _binary("add", g, grad)
+        return True
+
+
+def _check_root(i, t):
+    if not isinstance(t, _TB):
+        raise TypeError(
+            f"backward(): element {i} of tensors must be a Tensor, but got "
+            f"{type(t).__name__}")
+    if not t.requires_grad:
+        raise RuntimeError(
+            f"element {i} of tensors does not require grad and does not "
+            "have a grad_fn")
+
+
+def _make_root_grad(i, t, g):
+    if g is None:
+        if t.numel() != 1:
+            raise RuntimeError(
+                "grad can be implicitly created only for scalar outputs")
+        return _C.full(tuple(t.shape), 1.0, t.dtype, _dev_str(t))
+    if not isinstance(g, _TB):
+        raise TypeError(
+            f"backward(): gradient {i} must be a Tensor or None, but got "
+            f"{type(g).__name__}")
+    if g.shape != t.shape:
+        raise RuntimeError(
+            f"Mismatch in shape: grad_output[{i}] has a shape of "
+            f"{list(g.shape)} and output[{i}] has a shape of "
+            f"{list(t.shape)}.")
+    if g.device_type != t.device_type or g.device_index != t.device_index:
+        raise RuntimeError(
+            f"backward(): gradient {i} is on {_dev_str(g)} but the output "
+            f"is on {_dev_str(t)}")
+    if g.dtype != t.dtype:
+        g = _cast(g, t.dtype)
+    return g
+
+
+def _run_backward(roots, root_grads, retain_graph, capture=None):
+    """Run the graph below ``roots`` (tensors) seeded with ``root_grads``.
+
+    Nodes run when every gradient bound for them has arrived, latest-created
+    first (PyTorch's order, so low-precision sums round the same way); all
+    the AccumulateGrad nodes of one leaf are merged, so a leaf's gradient is
+    summed in full before it is added into ``.grad``.
+    """
+    canon = {}
+
+    def key(node):
+        if node.__class__ is AccumulateGrad:
+            return canon.setdefault(id(node.variable), node)
+        return node
+
+    root_nodes = []
+    buffers = {}
+    for t, g in zip(roots, root_grads):
+        node = _fresh_grad_fn(t)
+        node = key(AccumulateGrad(t) if node is None else node)
+        if node in buffers:
+            buffers[node] = _binary("add", buffers[node], g)
+        else:
+            buffers[node] = g
+            root_nodes.append(node)
+
+    # dependency counts, by an iterative DFS
+    deps = {}
+    seen = set(root_nodes)
+    stack = list(root_nodes)
+    while stack:
+        node = stack.pop()
+        for nxt, _ in node.next_functions:
+            if nxt is None:
+                continue
+            nxt = key(nxt)
+            deps[nxt] = deps.get(nxt, 0) + 1
+            if nxt not in seen:
+                seen.add(nxt)
+                stack.append(nxt)
+
+    ready = []
+    tie = itertools.count()
+    for n in root_nodes:
+        if deps.get(n, 0) == 0:
+            heapq.heappush(ready, (-n._seq, next(tie), n))
+    ran = []
+    try:
+        while ready:
+            node = heapq.heappop(ready)[2]
+            grad = buffers.pop(node, None)
+            if grad is not None:
+                grads = node._apply(grad, capture)
+                ran.append(node)
+            else:
+                grads = ()
+            metas = node._metas
+            for k, (nxt, _) in enumerate(node.next_functions):
+                if nxt is None:
+                    continue
+                nxt = key(nxt)
+                gi = grads[k] if k < len(grads) else None
+                if gi is not None:
+                    shape, dtype = metas[k]
+                    if gi.shape != shape:
+                        gi = _sum_to(node.name(), gi, shape)
+                    if gi.dtype != dtype:
+                        gi = _cast(gi, dtype)
+                    old = buffers.get(nxt)
+                    buffers[nxt] = gi if old is None else \
+                        _binary("add", old, gi)
+                left = deps[nxt] - 1
+                deps[nxt] = left
+                if left == 0:
+                    heapq.heappush(ready, (-nxt._seq, next(tie), nxt))
+    finally:
+        if not retain_graph:
+            for node in ran:
+                if node.__class__ is not AccumulateGrad:
+                    node._release()
+
+
+def backward(tensors, grad_tensors=None, retain_graph=None,
+             create_graph=False, inputs=None):
+    """Compute the gradients of ``tensors`` w.r.t. the graph leaves and add
+    them into the leaves' ``.grad``.
+
+    >>> import ampc
+    >>> x = ampc.ones(3, requires_grad=True)
+    >>> ampc.autograd.backward([(x * 2).sum()])
+    >>> x.grad
+    tensor([2., 2., 2.])
+    """
+    if create_graph:
+        raise NotImplementedError(
+            "backward(): create_graph=True (higher-order gradients) is not "
+            "supported by ampc")
+    if isinstance(tensors, _TB):
+        tensors = (tensors,)
+    else:
+        tensors = tuple(tensors)
+    if grad_tensors is None:
+        grad_tensors = (None,) * len(tensors)
+    elif isinstance(grad_tensors, _TB):
+        grad_tensors = (grad_tensors,)
+    else:
+        grad_tensors = tuple(grad_tensors)
+    if len(grad_tensors) != len(tensors):
+        raise RuntimeError(
+            f"backward(): got {len(grad_tensors)} gradients for "
+            f"{len(tensors)} tensors")
+    for i, t in enumerate(tensors):
+        _check_root(i, t)
+    grads = [_make_root_grad(i, t, g)
+             for i, (t, g) in enumerate(zip(tensors, grad_tensors))]
+    capture = None
+    if inputs is not None:
+        if isinstance(inputs, _TB):
+            inputs = (inputs,)
+        capture = _InputsOnly(tuple(inputs))
+    with no_grad():
+        _run_backward(tensors, grads, bool(retain_graph), capture)
+
+
+class _InputsOnly:
+    """backward(inputs=...): accumulate only into the given leaves."""
+
+    def __init__(self, inputs):
+        self.ids = {id(t) for t in inputs}
+
+    def capture(self, node, grad):
+        if node.__class__ is AccumulateGrad:
+            # returning True skips the accumulation
+            return id(node.variable) not in self.ids
+        return False
+
+
+def grad(outputs, inputs, grad_outputs=None, retain_graph=None,
+         create_graph=False, allow_unused=False):
+    """Return the gradients of ``outputs`` w.r.t. ``inputs`` without
+    touching any ``.grad``.
+
+    >>> import ampc
+    >>> x = ampc.tensor([1.0, 2.0], requires_grad=True)
+    >>> ampc.autograd.grad((x * x).sum(), x)
+    (tensor([2., 4.]),)
+    """
+    if create_graph:
+        raise NotImplementedError(
+            "grad(): create_graph=True (higher-order gradients) is not "
+            "supported by ampc")
+    outputs = (outputs,) if isinstance(outputs, _TB) else tuple(outputs)
+    single = isinstance(inputs, _TB)
+    inputs = (inputs,) if single else tuple(inputs)
+    if grad_outputs is None:
+        grad_outputs = (None,) * len(outputs)
+    elif isinstance(grad_outputs, _TB):
+        grad_outputs = (grad_outputs,)
+    else:
+        grad_outputs = tuple(grad_outputs)
+    for i, t in enumerate(outputs):
+        _check_root(i, t)
+    nodes = {}
+    leaf_ids = {}
+    slot = []
+    for i, t in enumerate(inputs):
+        if not isinstance(t, _TB):
+            raise TypeError(
+                f"grad(): inputs[{i}] must be a Tensor, but got "
+                f"{type(t).__name__}")
+        if not t.requires_grad:
+            raise RuntimeError(
+                f"grad(): inputs[{i}] does not require grad")
+        if t.grad_fn is None:
+            slot.append(leaf_ids.setdefault(id(t), i))
+        else:
+            slot.append(nodes.setdefault(t.grad_fn, i))
+    cap = _GradCapture(nodes, leaf_ids, len(inputs))
+    grads = [_make_root_grad(i, t, g)
+             for i, (t, g) in enumerate(zip(outputs, grad_outputs))]
+    with no_grad():
+        _run_backward(outputs, grads, bool(retain_graph), cap)
+    result = []
+    for i, t in enumerate(inputs):
+        g = cap.grads[slot[i]]
+        if g is None and not allow_unused:
+            raise RuntimeError(
+                f"One of the differentiated Tensors (inputs[{i}]) appears "
+                "to not have been used in the graph. Set allow_unused=True "
+                "if this is the desired behavior.")
+        if g is not None and g.dtype != t.dtype:
+            g = _cast(g, t.dtype)
+        result.append(g)
+    return tuple(result)

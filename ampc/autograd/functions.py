@@ -1,0 +1,294 @@
+"""Element-wise Functions: arithmetic, unary math, casts and device moves.
+Each forward is one ``_C`` call; backward may return a gradient of the
+broadcast shape and promoted dtype (the engine sums and casts it back)."""
+import math
+
+from .. import _C
+from .function import Function, _dev_str
+
+_TB = _C.TensorBase
+_binary = _C.binary
+_compare = _C.compare
+_unary = _C.unary
+_cast = _C.cast
+
+
+class Add(Function):
+    @staticmethod
+    def forward(ctx, a, b):
+        return _binary("add", a, b)
+
+    @staticmethod
+    def backward(ctx, g):
+        return g, g
+
+
+class Sub(Function):
+    @staticmethod
+    def forward(ctx, a, b):
+        return _binary("sub", a, b)
+
+    @staticmethod
+    def backward(ctx, g):
+        return g, (_unary("neg", g) if ctx.needs_input_grad[1] else None)
+
+
+class Mul(Function):
+    @staticmethod
+    def forward(ctx, a, b):
+        ta, tb = isinstance(a, _TB), isinstance(b, _TB)
+        ctx.save_for_backward(a if ta else None, b if tb else None)
+        ctx.a = None if ta else a       # Python scalars only: a node never
+        ctx.b = None if tb else b       # keeps tensors outside _saved
+        return _binary("mul", a, b)
+
+    @staticmethod
+    def backward(ctx, g):
+        sa, sb = ctx.saved_tensors
+        a = ctx.a if sa is None else sa
+        b = ctx.b if sb is None else sb
+        need_a, need_b = ctx.needs_input_grad
+        return (_binary("mul", g, b) if need_a else None,
+                _binary("mul", g, a) if need_b else None)
+
+
+class Div(Function):
+    @staticmethod
+    def forward(ctx, a, b):
+        out = _binary("div", a, b)
+        if isinstance(b, _TB):
+            ctx.save_for_backward(b, out)
+        else:
+            ctx.save_for_backward(None, None)
+        ctx.b = None if isinstance(b, _TB) else b
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        b, out = ctx.saved_tensors
+        if b is None:
+            b = ctx.b
+        ga = _binary("div", g, b)
+        gb = None
+        if ctx.needs_input_grad[1]:
+            # d(a/b)/db = -a/b^2 = -(a/b)/b
+            gb = _unary("neg", _binary("mul", ga, out))
+        return (ga if ctx.needs_input_grad[0] else None), gb
+
+
+class Pow(Function):
+    autocast_op = "pow"
+
+    @staticmethod
+    def forward(ctx, a, b):
+        out = _binary("pow", a, b)
+        ctx.save_for_backward(a if isinstance(a, _TB) else None,
+                              b if isinstance(b, _TB) else None, out)
+        ctx.a = None if isinstance(a, _TB) else a
+        ctx.b = None if isinstance(b, _TB) else b
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        a, b, out = ctx.saved_tensors
+        need_a, need_b = ctx.needs_input_grad
+        ga = gb = None
+        if need_a:
+            bb = ctx.b if b is None else b
+            if bb.__class__ in (int, float) and bb == 0:
+                ga = _binary("mul", g, 0.0)
+            else:
+                # b * a^(b-1)
+                bm1 = bb - 1 if b is None else _binary("sub", b, 1)
+                ga = _binary("mul", g,
+                             _binary("mul", _binary("pow", a, bm1), bb))
+        if need_b:
+            # out * ln(a)
+            if a is None:
+                ga_log = math.log(ctx.a) if ctx.a > 0 else float("nan")
+                gb = _binary("mul", _binary("mul", g, out), ga_log)
+            else:
+                gb = _binary("mul", _binary("mul", g, out),
+                             _unary("log", a))
+        return ga, gb
+
+
+class Maximum(Function):
+    _op = "maximum"
+    _cmp = "gt"
+
+    @staticmethod
+    def forward(ctx, a, b):
+        ctx.save_for_backward(a, b)
+        return _binary(ctx._function._op, a, b)
+
+    @staticmethod
+    def backward(ctx, g):
+        a, b = ctx.saved_tensors
+        # the winner takes the gradient; ties split it evenly (as PyTorch)
+        win = _compare(ctx._function._cmp, a, b)
+        tie = _compare("eq", a, b)
+        w = _binary("add", win, _binary("mul", tie, 0.5))
+        ga = _binary("mul", g, w)
+        gb = _binary("sub", g, ga) if ctx.needs_input_grad[1] else None
+        return ga, gb
+
+
+class Minimum(Maximum):
+    _op = "minimum"
+    _cmp = "lt"
+
+    forward = Maximum.forward
+    backward = Maximum.backward
+
+
+class Neg(Function):
+    @staticmethod
+    def forward(ctx, a):
+        return _unary("neg", a)
+
+    @staticmethod
+    def backward(ctx, g):
+        return _unary("neg", g)
+
+
+class Abs(Function):
+    @staticmethod
+    def forward(ctx, a):
+        ctx.save_for_backward(a)
+        return _unary("abs", a)
+
+    @staticmethod
+    def backward(ctx, g):
+        a, = ctx.saved_tensors
+        return _binary("mul", g, _unary("sign", a))
+
+
+class Sqrt(Function):
+    @staticmethod
+    def forward(ctx, a):
+        out = _unary("sqrt", a)
+        ctx.save_for_backward(out)
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        out, = ctx.saved_tensors
+        return _binary("div", g, _binary("mul", out, 2))
+
+
+class Exp(Function):
+    autocast_op = "exp"
+
+    @staticmethod
+    def forward(ctx, a):
+        out = _unary("exp", a)
+        ctx.save_for_backward(out)
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        out, = ctx.saved_tensors
+        return _binary("mul", g, out)
+
+
+class Log(Function):
+    autocast_op = "log"
+
+    @staticmethod
+    def forward(ctx, a):
+        ctx.save_for_backward(a)
+        return _unary("log", a)
+
+    @staticmethod
+    def backward(ctx, g):
+        a, = ctx.saved_tensors
+        return _binary("div", g, a)
+
+
+class Relu(Function):
+    @staticmethod
+    def forward(ctx, a):
+        out = _unary("relu", a)
+        ctx.save_for_backward(out)
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        out, = ctx.saved_tensors
+        return _binary("mul", g, _compare("gt", out, 0))
+
+
+class Sign(Function):
+    @staticmethod
+    def forward(ctx, a):
+        return _unary("sign", a)
+
+    @staticmethod
+    def backward(ctx, g):
+        return _binary("mul", g, 0)
+
+
+class Clamp(Function):
+    @staticmethod
+    def forward(ctx, a, min=None, max=None):
+        ctx.save_for_backward(a)
+        ctx.lo, ctx.hi = min, max
+        return _C.clamp(a, min, max)
+
+    @staticmethod
+    def backward(ctx, g):
+        a, = ctx.saved_tensors
+        lo, hi = ctx.lo, ctx.hi
+        # the gradient passes where lo <= a <= hi (as PyTorch)
+        mask = None
+        if lo is not None:
+            mask = _compare("ge", a, lo)
+        if hi is not None:
+            m = _compare("le", a, hi)
+            mask = m if mask is None else _binary("mul", mask, m)
+        if mask is None:
+            return g
+        return _binary("mul", g, mask)
+
+
+class Cast(Function):
+    """to(dtype): the gradient flows back in the source dtype (the engine
+    casts it)."""
+
+    node_name = "ToCopyBackward0"
+
+    @staticmethod
+    def forward(ctx, a, dtype):
+        return _cast(a, dtype)
+
+    @staticmethod
+    def backward(ctx, g):
+        return g, None
+
+
+class Clone(Function):
+    @staticmethod
+    def forward(ctx, a):
+        return _cast(a, a.dtype)
+
+    @staticmethod
+    def backward(ctx, g):
+        return g
+
+
+class ToDevice(Function):
+    node_name = "ToCopyBackward0"
+
+    @staticmethod
+    def forward(ctx, a, device, dtype):
+        ctx.src = _dev_str(a)
+        out = _C.empty(tuple(a.shape), dtype, device)
+        return _C.copy_(out, a)
+
+    @staticmethod
+    def backward(ctx, g):
+        if _dev_str(g) == ctx.src:
+            return g, None, None
+        out = _C.empty(tuple(g.shape), g.dtype, ctx.src)
+        return _C.copy_(out, g), None, None
