@@ -1,0 +1,1289 @@
+/* nn_loops.h - the bodies of the NN kernels (relu backward, max_pool2d,
+ * softmax, the losses, dropout's masked scale) and of the fused optimizer
+ * steps, written once in portable C as cpu/loops.h writes the element-wise
+ * ones.  Each level calls a body from a range function tagged with its
+ * target and passes its converters, so the body is inlined and vectorised
+ * for that ISA; ampc_parallel_for (cpu/ref/parallel.c) splits the items (rows,
+ * planes, chunks) over threads and calls the range function on pieces.
+ *
+ * Every item is computed the same way whatever the split, and float sums are
+ * folded in a fixed order, so results never depend on the thread count.  The
+ * only libm call is a scalar log per row, exp is ampc_exp_f32 below, square
+ * roots are exact at every level, and -std=c11 keeps the compiler from
+ * contracting a * b + c into an FMA: every level also gives the same bits.
+ */
+#ifndef AMPC_CPU_NN_LOOPS_H
+#define AMPC_CPU_NN_LOOPS_H
+
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cpu/loops.h"
+
+#define AMPC_NN_ROW 4096            /* floats of a row held per pass */
+#define AMPC_NN_TILE 64             /* columns per softmax column tile */
+#define AMPC_NN_GRAIN 32768         /* elements worth a thread */
+
+static inline int64_t
+ampc_nn_min(int64_t a, int64_t b)
+{
+    return a < b ? a : b;
+}
+
+/* Items per thread task so that each task has about AMPC_NN_GRAIN elements
+ * of work when one item has `work` elements. */
+static inline int64_t
+ampc_nn_grain(int64_t work)
+{
+    return work >= AMPC_NN_GRAIN ? 1 : AMPC_NN_GRAIN / (work > 0 ? work : 1);
+}
+
+// ----------------------------------------------------------------------------
+// exp
+
+/* e^x in float32 without branches, so that loops over it vectorise: x =
+ * n ln2 + r with |r| <= ln2 / 2 (ln2 split in two for an exact n ln2), a
+ * degree-7 polynomial for e^r (Cephes' expf coefficients, under 2 ulp), and
+ * 2^n applied as two powers of two, so that results down to the subnormals
+ * (n >= -150) and up to FLT_MAX (n = 128) are right.  Below -104 the result
+ * is 0, above ln(FLT_MAX) inf; NaN stays NaN.
+ * NOTE: the clamp and the out-of-range results are bit masks, not ?:
+ * selects: gcc turns those into branches here, sinks the float ops that feed
+ * them into the branches, and then cannot vectorise the loop (a conditional
+ * float op may trap). */
+static inline float
+ampc_exp_f32(float x)
+{
+    const float lo = -104.0f, hi = 88.72283935546875f;
+    uint32_t below = 0u - (uint32_t)(x < lo);
+    uint32_t above = 0u - (uint32_t)(x > hi);
+    float xc = ampc_f32_from_bits((ampc_f32_bits(x) & ~(below | above)) |
+                                  (ampc_f32_bits(lo) & below) |
+                                  (ampc_f32_bits(hi) & above));
+    /* round to nearest integer: adding 1.5 * 2^23 leaves n in the low bits */
+    float t = xc * 1.44269504088896341f + 12582912.0f;
+    int32_t n = (int32_t)(ampc_f32_bits(t) - 0x4b400000u);
+    float nf = t - 12582912.0f;
+    float r = xc - nf * 0.693359375f;
+    r = r - nf * -2.12194440e-4f;
+    float p = 1.9875691500e-4f;
+    p = p * r + 1.3981999507e-3f;
+    p = p * r + 8.3334519073e-3f;
+    p = p * r + 4.1665795894e-2f;
+    p = p * r + 1.6666665459e-1f;
+    p = p * r + 5.0000001201e-1f;
+    p = p * r * r + r + 1.0f;
+    /* p > 0, so a scale of 0 gives 0 and one of inf gives inf */
+    int32_t n1 = n >> 1;
+    int32_t n2 = n - n1;
+    float s1 = ampc_f32_from_bits(((uint32_t)(n1 + 127) << 23) & ~below);
+    float s2 = ampc_f32_from_bits((((uint32_t)(n2 + 127) << 23) & ~above) |
+                                  (0x7f800000u & above));
+    return p * s1 * s2;
+}
+
+/* e^x for x <= 0 (a logit minus its row's max), the hot case of the
+ * forward passes: ampc_exp_f32 with one power of two and no upper clamp,
+ * about 1.6 times faster.  Results below FLT_MIN (x < -87.34) flush to 0,
+ * which no probability rounded to a float dtype misses; NaN stays NaN.
+ * NOTE: not for x > 0 (above 88.37 the power of two overflows). */
+static inline float
+ampc_exp_nonpos_f32(float x)
+{
+    const float lo = -87.3365447505531f;
+    uint32_t below = 0u - (uint32_t)(x < lo);
+    float xc = ampc_f32_from_bits((ampc_f32_bits(x) & ~below) |
+                                  (ampc_f32_bits(lo) & below));
+    float t = xc * 1.44269504088896341f + 12582912.0f;
+    int32_t n = (int32_t)(ampc_f32_bits(t) - 0x4b400000u);
+    float nf = t - 12582912.0f;
+    float r = xc - nf * 0.693359375f;
+    r = r - nf * -2.12194440e-4f;
+    float p = 1.9875691500e-4f;
+    p = p * r + 1.3981999507e-3f;
+    p = p * r + 8.3334519073e-3f;
+    p = p * r + 4.1665795894e-2f;
+    p = p * r + 1.6666665459e-1f;
+    p = p * r + 5.0000001201e-1f;
+    p = p * r * r + r + 1.0f;
+    return p * ampc_f32_from_bits(((uint32_t)(n + 127) << 23) & ~below);
+}
+
+/* maximum(a, b), NaN when either is, with both tests always evaluated so
+ * that loops over it vectorise. */
+static inline float
+ampc_nn_max(float a, float b)
+{
+    int take = (b > a) | (b != b);
+    return take ? b : a;
+}
+
+/* NaN-propagating max of x[0:n], n >= 1 (a NaN anywhere gives a NaN), in
+ * AMPC_RED_LANES lanes; a short run goes in order, where setting up the
+ * lanes would cost more than the run. */
+static AMPC_ALWAYS_INLINE float
+ampc_nn_max_run(const float *x, int64_t n)
+{
+    float m = x[0];
+    int64_t i = 1;
+    if (n >= 2 * AMPC_RED_LANES) {
+        float acc[AMPC_RED_LANES];
+        int l;
+        memcpy(acc, x, sizeof(acc));
+        for (i = AMPC_RED_LANES; i + AMPC_RED_LANES <= n;
+             i += AMPC_RED_LANES) {
+            for (l = 0; l < AMPC_RED_LANES; l++) {
+                acc[l] = ampc_nn_max(acc[l], x[i + l]);
+            }
+        }
+        for (l = 0; l < AMPC_RED_LANES; l++) {
+            m = ampc_nn_max(m, acc[l]);
+        }
+    }
+    for (; i < n; i++) {
+        m = ampc_nn_max(m, x[i]);
+    }
+    return m;
+}
+
+/* Sum of x[0:n], n <= AMPC_NN_ROW: loops.h's lanes, or in order for a
+ * short run. */
+static AMPC_ALWAYS_INLINE float
+ampc_nn_sum_run(const float *x, int64_t n)
+{
+    if (n >= 2 * AMPC_RED_LANES) {
+        return ampc_sum_lanes_f32(x, n);
+    }
+    float s = 0.0f;
+    for (int64_t i = 0; i < n; i++) {
+        s += x[i];
+    }
+    return s;
+}
+
+/* e[i] = exp(x[i] - m) for i < n <= AMPC_NN_ROW, m the max of x; returns
+ * their sum. */
+static AMPC_ALWAYS_INLINE float
+ampc_exp_sum_f32(const float *x, int64_t n, float m, float *e)
+{
+    for (int64_t i = 0; i < n; i++) {
+        e[i] = ampc_exp_nonpos_f32(x[i] - m);
+    }
+    return ampc_nn_sum_run(e, n);
+}
+
+// ----------------------------------------------------------------------------
+// relu backward
+
+typedef struct {
+    ampc_dtype dt;
+    const void *grad_out, *out;
+    void *grad_in;
+} ampc_relu_bwd_ctx;
+
+/* On the bits, which needs no conversion and vectorises at every level:
+ * out <= 0 when it is a zero or has its sign set, and is not a NaN (a NaN
+ * passes the gradient, as in torch's threshold_backward); the gradient is
+ * then masked off (+0).  A ?: select here would not be vectorised by gcc. */
+static AMPC_ALWAYS_INLINE void
+ampc_relu_bwd_range(const ampc_relu_bwd_ctx *c, int64_t b, int64_t e)
+{
+    int64_t i;
+    if (c->dt == AMPC_FLOAT32) {
+        const uint32_t *g = c->grad_out, *o = c->out;
+        uint32_t *gi = c->grad_in;
+        for (i = b; i < e; i++) {
+            uint32_t a = o[i] & 0x7fffffffu;
+            uint32_t nonpos = ((o[i] >> 31) | (a == 0)) & (a <= 0x7f800000u);
+            gi[i] = g[i] & (nonpos - 1u);
+        }
+        return;
+    }
+    const uint16_t *g = c->grad_out, *o = c->out;
+    uint16_t *gi = c->grad_in;
+    uint16_t inf = c->dt == AMPC_FLOAT16 ? 0x7c00u : 0x7f80u;
+    for (i = b; i < e; i++) {
+        uint16_t a = o[i] & 0x7fffu;
+        uint16_t nonpos = (uint16_t)(((o[i] >> 15) | (a == 0)) & (a <= inf));
+        gi[i] = g[i] & (uint16_t)(nonpos - 1u);
+    }
+}
+
+static inline void
+ampc_relu_bwd_launch(ampc_range_fn range, ampc_dtype dt, int64_t n,
+                     const void *grad_out, const void *out, void *grad_in)
+{
+    ampc_relu_bwd_ctx c = {dt, grad_out, out, grad_in};
+    ampc_parallel_for(n, AMPC_NN_GRAIN, range, &c);
+}
+
+// ----------------------------------------------------------------------------
+// masked scale (dropout and its backward)
+
+typedef struct {
+    ampc_dtype dt;
+    const void *x;
+    const uint8_t *mask;
+    float scale;
+    void *y;
+} ampc_masked_scale_ctx;
+
+/* y = (x * mask) * scale, in that order: a dropped NaN or inf stays NaN, as
+ * with torch's input.mul(mask).mul_(scale). */
+static AMPC_ALWAYS_INLINE void
+ampc_masked_scale_range(const ampc_converters *cv,
+                        const ampc_masked_scale_ctx *c, int64_t b, int64_t e)
+{
+    size_t es = ampc_dtype_size[c->dt];
+    float buf[AMPC_BLOCK];
+    for (int64_t i = b; i < e; i += AMPC_BLOCK) {
+        int64_t m = ampc_nn_min(AMPC_BLOCK, e - i);
+        const float *x = ampc_load_block_f32(
+            cv, c->dt, ampc_at(c->x, i, 1, es), 1, m, buf, NULL);
+        float *y = c->dt == AMPC_FLOAT32 ? (float *)c->y + i : buf;
+        const uint8_t *k = c->mask + i;
+        for (int64_t j = 0; j < m; j++) {
+            float keep = k[j] ? 1.0f : 0.0f;
+            y[j] = (x[j] * keep) * c->scale;
+        }
+        ampc_store_block_f32(cv, c->dt, y, m, (char *)c->y + i * (int64_t)es,
+                             1, NULL);
+    }
+}
+
+static inline void
+ampc_masked_scale_launch(ampc_range_fn range, ampc_dtype dt, int64_t n,
+                         const void *x, const uint8_t *mask, float scale,
+                         void *y)
+{
+    ampc_masked_scale_ctx c = {dt, x, mask, scale, y};
+    ampc_parallel_for(n, AMPC_NN_GRAIN, range, &c);
+}
+
+// ----------------------------------------------------------------------------
+// max_pool2d
+
+typedef struct {
+    const ampc_pool2d_shape *s;
+    ampc_dtype dt;
+    const void *x;
+    void *y;
+    int64_t *idx;
+    const void *grad_out;
+    const int64_t *gidx;
+    void *grad_in;
+    int status;                 /* backward: ampc_nn_status bits */
+} ampc_pool_ctx;
+
+/* 2x2 windows at stride 2 with no padding, all inside the input (the
+ * SimpleCNN case): one output row from input rows r0 and r1.  Blocks of
+ * AMPC_BLOCK outputs are widened once; the winner of each window is picked in
+ * torch's order (row by row, a later element wins when greater or NaN) as a
+ * code 0..3, and the indices are formed from the codes in a second loop so
+ * that both loops vectorise. */
+static AMPC_ALWAYS_INLINE void
+ampc_max_pool2x2_row(const ampc_converters *cv, ampc_dtype dt, int64_t w,
+                     int64_t ow, const char *r0, const char *r1, char *y,
+                     int64_t *idx, int64_t base)
+{
+    size_t es = ampc_dtype_size[dt];
+    float b0[2 * AMPC_BLOCK], b1[2 * AMPC_BLOCK], v[AMPC_BLOCK];
+    int32_t code[AMPC_BLOCK];
+    for (int64_t j0 = 0; j0 < ow; j0 += AMPC_BLOCK) {
+        int64_t m = ampc_nn_min(AMPC_BLOCK, ow - j0);
+        const float *a = ampc_load_block_f32(cv, dt, r0 + 2 * j0 * (int64_t)es,
+                                             1, 2 * m, b0, NULL);
+        const float *c = ampc_load_block_f32(cv, dt, r1 + 2 * j0 * (int64_t)es,
+                                             1, 2 * m, b1, NULL);
+        float *out = dt == AMPC_FLOAT32 ? (float *)y + j0 : v;
+        for (int64_t j = 0; j < m; j++) {
+            float best = a[2 * j];
+            int32_t k = 0;
+            float e1 = a[2 * j + 1], e2 = c[2 * j], e3 = c[2 * j + 1];
+            int u1 = (e1 > best) | (e1 != e1);
+            best = u1 ? e1 : best;
+            k = u1 ? 1 : k;
+            int u2 = (e2 > best) | (e2 != e2);
+            best = u2 ? e2 : best;
+            k = u2 ? 2 : k;
+            int u3 = (e3 > best) | (e3 != e3);
+            best = u3 ? e3 : best;
+            k = u3 ? 3 : k;
+            out[j] = best;
+            code[j] = k;
+        }
+        int64_t *ix = idx + j0;
+        int64_t at = base + 2 * j0;
+        for (int64_t j = 0; j < m; j++) {
+            ix[j] = at + 2 * j + (code[j] & 1) + (code[j] >> 1) * w;
+        }
+        ampc_store_block_f32(cv, dt, out, m, y + j0 * (int64_t)es, 1, NULL);
+    }
+}
+
+/* First position >= `start` of the sequence start + k * step that is >= 0:
+ * torch's `while (i0 < 0) i0 += dilation`. */
+static inline int64_t
+ampc_pool_first(int64_t start, int64_t step)
+{
+    return start >= 0 ? start : start + ((-start + step - 1) / step) * step;
+}
+
+/* Any geometry: output row i of plane x, element by element, exactly as
+ * torch's CPU kernel (max starts at -inf with the index of the first
+ * in-bounds element; a later element wins when greater or NaN).  dt is a
+ * constant at each call, so each dtype gets its own loop. */
+static AMPC_ALWAYS_INLINE void
+ampc_max_pool_row_any(ampc_dtype dt, const ampc_pool2d_shape *s,
+                      const char *x, int64_t i, char *y, int64_t *idx)
+{
+    size_t es = ampc_dtype_size[dt];
+    int64_t ih0 = i * s->sh - s->ph;
+    int64_t ih1 = ampc_nn_min(ih0 + (s->kh - 1) * s->dh + 1, s->h);
+    ih0 = ampc_pool_first(ih0, s->dh);
+    for (int64_t j = 0; j < s->ow; j++) {
+        int64_t iw0 = j * s->sw - s->pw;
+        int64_t iw1 = ampc_nn_min(iw0 + (s->kw - 1) * s->dw + 1, s->w);
+        iw0 = ampc_pool_first(iw0, s->dw);
+        int64_t best_i = ih0 * s->w + iw0;
+        float best = -INFINITY;
+        for (int64_t ih = ih0; ih < ih1; ih += s->dh) {
+            for (int64_t iw = iw0; iw < iw1; iw += s->dw) {
+                int64_t at = ih * s->w + iw;
+                float v = ampc_load_f32(dt, x + at * (int64_t)es);
+                if (v > best || v != v) {
+                    best = v;
+                    best_i = at;
+                }
+            }
+        }
+        ampc_store_f64(dt, y + j * (int64_t)es, best);
+        idx[j] = best_i;
+    }
+}
+
+static inline int
+ampc_pool_is_2x2(const ampc_pool2d_shape *s)
+{
+    return s->kh == 2 && s->kw == 2 && s->sh == 2 && s->sw == 2 &&
+           s->ph == 0 && s->pw == 0 && s->dh == 1 && s->dw == 1 &&
+           2 * s->oh <= s->h && 2 * s->ow <= s->w;
+}
+
+/* items: planes * OH output rows */
+static AMPC_ALWAYS_INLINE void
+ampc_max_pool2d_fwd_range(const ampc_converters *cv, const ampc_pool_ctx *c,
+                          int64_t b, int64_t e)
+{
+    const ampc_pool2d_shape *s = c->s;
+    size_t es = ampc_dtype_size[c->dt];
+    int fast = ampc_pool_is_2x2(s);
+    for (int64_t item = b; item < e; item++) {
+        int64_t p = item / s->oh, i = item % s->oh;
+        const char *x = (const char *)c->x + p * s->h * s->w * (int64_t)es;
+        char *y = (char *)c->y + item * s->ow * (int64_t)es;
+        int64_t *idx = c->idx + item * s->ow;
+        if (fast) {
+            const char *r0 = x + 2 * i * s->w * (int64_t)es;
+            ampc_max_pool2x2_row(cv, c->dt, s->w, s->ow, r0,
+                                 r0 + s->w * (int64_t)es, y, idx,
+                                 2 * i * s->w);
+        }
+        else if (c->dt == AMPC_FLOAT32) {
+            ampc_max_pool_row_any(AMPC_FLOAT32, s, x, i, y, idx);
+        }
+        else if (c->dt == AMPC_FLOAT16) {
+            ampc_max_pool_row_any(AMPC_FLOAT16, s, x, i, y, idx);
+        }
+        else {
+            ampc_max_pool_row_any(AMPC_BFLOAT16, s, x, i, y, idx);
+        }
+    }
+}
+
+static inline void
+ampc_max_pool2d_fwd_launch(ampc_range_fn range, const ampc_pool2d_shape *s,
+                           ampc_dtype dt, const void *x, void *y,
+                           int64_t *idx)
+{
+    ampc_pool_ctx c = {.s = s, .dt = dt, .x = x, .y = y, .idx = idx};
+    int64_t work = s->ow * s->kh * s->kw;
+    ampc_parallel_for(s->planes * s->oh, ampc_nn_grain(work), range, &c);
+}
+
+/* items: planes.  Each plane is zeroed and the gradients are added at their
+ * indices, in output order.  float32 adds straight into grad_in; float16 and
+ * bfloat16 add into a float32 plane that is rounded once at the end. */
+static AMPC_ALWAYS_INLINE void
+ampc_max_pool2d_bwd_range(const ampc_converters *cv, ampc_pool_ctx *c,
+                          int64_t b, int64_t e)
+{
+    const ampc_pool2d_shape *s = c->s;
+    size_t es = ampc_dtype_size[c->dt];
+    int64_t hw = s->h * s->w, ohw = s->oh * s->ow;
+    int status = AMPC_NN_OK;
+    float *acc = NULL;
+    float buf[AMPC_BLOCK];
+
+    if (c->dt != AMPC_FLOAT32) {
+        acc = malloc((size_t)hw * sizeof(float));
+        if (acc == NULL) {
+#pragma omp atomic update
+            c->status |= AMPC_NN_NO_MEMORY;
+            return;
+        }
+    }
+    for (int64_t p = b; p < e; p++) {
+        float *plane = acc != NULL ? acc : (float *)c->grad_in + p * hw;
+        const int64_t *ix = c->gidx + p * ohw;
+        const char *g = (const char *)c->grad_out + p * ohw * (int64_t)es;
+        memset(plane, 0, (size_t)hw * sizeof(float));
+        for (int64_t k0 = 0; k0 < ohw; k0 += AMPC_BLOCK) {
+            int64_t m = ampc_nn_min(AMPC_BLOCK, ohw - k0);
+            const float *gv = ampc_load_block_f32(
+                cv, c->dt, g + k0 * (int64_t)es, 1, m, buf, NULL);
+            for (int64_t k = 0; k < m; k++) {
+                int64_t at = ix[k0 + k];
+                /* unsigned: a negative index is out of range too */
+                if ((uint64_t)at < (uint64_t)hw) {
+                    plane[at] += gv[k];
+                }
+                else {
+                    status |= AMPC_NN_BAD_INDEX;
+                }
+            }
+        }
+        if (acc != NULL) {
+            ampc_store_block_f32(cv, c->dt, acc, hw,
+                                 (char *)c->grad_in + p * hw * (int64_t)es,
+                                 1, NULL);
+        }
+    }
+    free(acc);
+    if (status != AMPC_NN_OK) {
+#pragma omp atomic update
+        c->status |= status;
+    }
+}
+
+static inline int
+ampc_max_pool2d_bwd_launch(ampc_range_fn range, const ampc_pool2d_shape *s,
+                           ampc_dtype dt, const void *grad_out,
+                           const int64_t *idx, void *grad_in)
+{
+    ampc_pool_ctx c = {.s = s, .dt = dt, .grad_out = grad_out, .gidx = idx,
+                       .grad_in = grad_in, .status = AMPC_NN_OK};
+    int64_t work = s->h * s->w + s->oh * s->ow;
+    ampc_parallel_for(s->planes, ampc_nn_grain(work), range, &c);
+    if (c.status & AMPC_NN_NO_MEMORY) {
+        return AMPC_NN_NO_MEMORY;
+    }
+    return c.status ? AMPC_NN_BAD_INDEX : AMPC_NN_OK;
+}
+
+// ----------------------------------------------------------------------------
+// softmax and log_softmax
+
+typedef struct {
+    int is_log;
+    ampc_dtype xdt, ydt;        /* backward: grad_y and y both ydt */
+    int64_t outer, r, inner;
+    const void *x;              /* forward: the input; backward: grad_y */
+    const void *y;              /* backward: the forward's output */
+    void *out;                  /* forward: y; backward: grad_x */
+} ampc_softmax_ctx;
+
+/* One row x (r) -> out (r), r >= 1.  Blocks of AMPC_NN_ROW: max, then the
+ * sum of exp(x - max), then the output; a row of one block is widened once
+ * and keeps its exponentials between the passes. */
+static AMPC_ALWAYS_INLINE void
+ampc_softmax_row(const ampc_converters *cv, int is_log, ampc_dtype xdt,
+                 ampc_dtype ydt, int64_t r, const char *x, char *out)
+{
+    size_t xes = ampc_dtype_size[xdt], yes = ampc_dtype_size[ydt];
+    float xb[AMPC_NN_ROW], eb[AMPC_NN_ROW];
+    int one = r <= AMPC_NN_ROW;
+    const float *xf = NULL;
+    float m = -INFINITY;
+    double sum = 0.0;
+    int64_t i, n, j;
+
+    for (i = 0; i < r; i += AMPC_NN_ROW) {
+        n = ampc_nn_min(AMPC_NN_ROW, r - i);
+        xf = ampc_load_block_f32(cv, xdt, x + i * (int64_t)xes, 1, n, xb,
+                                 NULL);
+        m = ampc_maximum_f32(m, ampc_nn_max_run(xf, n));
+    }
+    for (i = 0; i < r; i += AMPC_NN_ROW) {
+        n = ampc_nn_min(AMPC_NN_ROW, r - i);
+        if (!one) {
+            xf = ampc_load_block_f32(cv, xdt, x + i * (int64_t)xes, 1, n, xb,
+                                     NULL);
+        }
+        sum += ampc_exp_sum_f32(xf, n, m, eb);
+    }
+    /* log: (x - max) - log(sum), as torch (x - max is exact for nearby
+     * values, which keeps huge logits accurate); else exp(x - max) / sum */
+    float ls = (float)log(sum);
+    float inv = (float)(1.0 / sum);
+    for (i = 0; i < r; i += AMPC_NN_ROW) {
+        n = ampc_nn_min(AMPC_NN_ROW, r - i);
+        float *o = ydt == AMPC_FLOAT32 ? (float *)out + i : eb;
+        if (!one) {
+            xf = ampc_load_block_f32(cv, xdt, x + i * (int64_t)xes, 1, n, xb,
+                                     NULL);
+        }
+        if (is_log) {
+            for (j = 0; j < n; j++) {
+                o[j] = (xf[j] - m) - ls;
+            }
+        }
+        else if (one) {
+            for (j = 0; j < n; j++) {
+                o[j] = eb[j] * inv;
+            }
+        }
+        else {
+            for (j = 0; j < n; j++) {
+                o[j] = ampc_exp_nonpos_f32(xf[j] - m) * inv;
+            }
+        }
+        ampc_store_block_f32(cv, ydt, o, n, out + i * (int64_t)yes, 1, NULL);
+    }
+}
+
+/* Columns j0 .. j0 + nc of x (r, inner) -> out: the same three passes, each
+ * across nc <= AMPC_NN_TILE columns at once.  Column sums keep
+ * AMPC_RED_LANES rows in float32 before folding into doubles. */
+static AMPC_ALWAYS_INLINE void
+ampc_softmax_cols(const ampc_converters *cv, int is_log, ampc_dtype xdt,
+                  ampc_dtype ydt, int64_t r, int64_t inner, int64_t nc,
+                  const char *x, char *out)
+{
+    size_t xes = ampc_dtype_size[xdt], yes = ampc_dtype_size[ydt];
+    float m[AMPC_NN_TILE], acc[AMPC_NN_TILE], xb[AMPC_NN_TILE];
+    float ob[AMPC_NN_TILE], ls[AMPC_NN_TILE], inv[AMPC_NN_TILE];
+    double sum[AMPC_NN_TILE];
+    int64_t k, j;
+
+    for (j = 0; j < nc; j++) {
+        m[j] = -INFINITY;
+        sum[j] = 0.0;
+    }
+    for (k = 0; k < r; k++) {
+        const float *v = ampc_load_block_f32(
+            cv, xdt, x + k * inner * (int64_t)xes, 1, nc, xb, NULL);
+        for (j = 0; j < nc; j++) {
+            m[j] = ampc_nn_max(m[j], v[j]);
+        }
+    }
+    for (int64_t k0 = 0; k0 < r; k0 += AMPC_RED_LANES) {
+        int64_t k1 = ampc_nn_min(r, k0 + AMPC_RED_LANES);
+        for (j = 0; j < nc; j++) {
+            acc[j] = 0.0f;
+        }
+        for (k = k0; k < k1; k++) {
+            const float *v = ampc_load_block_f32(
+                cv, xdt, x + k * inner * (int64_t)xes, 1, nc, xb, NULL);
+            for (j = 0; j < nc; j++) {
+                acc[j] += ampc_exp_nonpos_f32(v[j] - m[j]);
+            }
+        }
+        for (j = 0; j < nc; j++) {
+            sum[j] += acc[j];
+        }
+    }
+    for (j = 0; j < nc; j++) {
+        ls[j] = (float)log(sum[j]);
+        inv[j] = (float)(1.0 / sum[j]);
+    }
+    for (k = 0; k < r; k++) {
+        const float *v = ampc_load_block_f32(
+            cv, xdt, x + k * inner * (int64_t)xes, 1, nc, xb, NULL);
+        char *o = out + k * inner * (int64_t)yes;
+        float *of = ydt == AMPC_FLOAT32 ? (float *)o : ob;
+        if (is_log) {
+            for (j = 0; j < nc; j++) {
+                of[j] = (v[j] - m[j]) - ls[j];
+            }
+        }
+        else {
+            for (j = 0; j < nc; j++) {
+                of[j] = ampc_exp_nonpos_f32(v[j] - m[j]) * inv[j];
+            }
+        }
+        ampc_store_block_f32(cv, ydt, of, nc, o, 1, NULL);
+    }
+}
+
+static inline int64_t
+ampc_softmax_tiles(int64_t inner)
+{
+    return (inner + AMPC_NN_TILE - 1) / AMPC_NN_TILE;
+}
+
+/* items: outer rows when inner == 1, else outer * column tiles */
+static AMPC_ALWAYS_INLINE void
+ampc_softmax_fwd_range(const ampc_converters *cv, const ampc_softmax_ctx *c,
+                       int64_t b, int64_t e)
+{
+    size_t xes = ampc_dtype_size[c->xdt], yes = ampc_dtype_size[c->ydt];
+    if (c->inner == 1) {
+        for (int64_t o = b; o < e; o++) {
+            ampc_softmax_row(cv, c->is_log, c->xdt, c->ydt, c->r,
+                             (const char *)c->x + o * c->r * (int64_t)xes,
+                             (char *)c->out + o * c->r * (int64_t)yes);
+        }
+        return;
+    }
+    int64_t tiles = ampc_softmax_tiles(c->inner);
+    for (int64_t item = b; item < e; item++) {
+        int64_t o = item / tiles, j0 = (item % tiles) * AMPC_NN_TILE;
+        int64_t at = o * c->r * c->inner + j0;
+        ampc_softmax_cols(cv, c->is_log, c->xdt, c->ydt, c->r, c->inner,
+                          ampc_nn_min(AMPC_NN_TILE, c->inner - j0),
+                          (const char *)c->x + at * (int64_t)xes,
+                          (char *)c->out + at * (int64_t)yes);
+    }
+}
+
+static inline void
+ampc_softmax_launch(ampc_range_fn range, ampc_softmax_ctx *c)
+{
+    if (c->inner == 1) {
+        ampc_parallel_for(c->outer, ampc_nn_grain(c->r), range, c);
+    }
+    else {
+        int64_t tiles = ampc_softmax_tiles(c->inner);
+        ampc_parallel_for(c->outer * tiles,
+                          ampc_nn_grain(c->r * AMPC_NN_TILE), range, c);
+    }
+}
+
+/* Backward of one row: softmax gx = y * (gy - sum(gy * y)), log_softmax
+ * gx = gy - exp(y) * sum(gy); two passes, the row widened once when it is
+ * one block. */
+static AMPC_ALWAYS_INLINE void
+ampc_softmax_bwd_row(const ampc_converters *cv, int is_log, ampc_dtype dt,
+                     int64_t r, const char *gy, const char *y, char *gx)
+{
+    size_t es = ampc_dtype_size[dt];
+    float gb[AMPC_NN_ROW], yb[AMPC_NN_ROW], pb[AMPC_NN_ROW];
+    int one = r <= AMPC_NN_ROW;
+    const float *g = NULL, *v = NULL;
+    double dot = 0.0;
+    int64_t i, n, j;
+
+    for (i = 0; i < r; i += AMPC_NN_ROW) {
+        n = ampc_nn_min(AMPC_NN_ROW, r - i);
+        g = ampc_load_block_f32(cv, dt, gy + i * (int64_t)es, 1, n, gb, NULL);
+        if (is_log) {
+            dot += ampc_nn_sum_run(g, n);
+            continue;
+        }
+        v = ampc_load_block_f32(cv, dt, y + i * (int64_t)es, 1, n, yb, NULL);
+        for (j = 0; j < n; j++) {
+            pb[j] = g[j] * v[j];
+        }
+        dot += ampc_nn_sum_run(pb, n);
+    }
+    float d = (float)dot;
+    for (i = 0; i < r; i += AMPC_NN_ROW) {
+        n = ampc_nn_min(AMPC_NN_ROW, r - i);
+        if (!one) {
+            g = ampc_load_block_f32(cv, dt, gy + i * (int64_t)es, 1, n, gb,
+                                    NULL);
+        }
+        if (!one || is_log) {
+            v = ampc_load_block_f32(cv, dt, y + i * (int64_t)es, 1, n, yb,
+                                    NULL);
+        }
+        float *o = dt == AMPC_FLOAT32 ? (float *)gx + i : pb;
+        if (is_log) {
+            for (j = 0; j < n; j++) {
+                o[j] = g[j] - ampc_exp_f32(v[j]) * d;
+            }
+        }
+        else {
+            for (j = 0; j < n; j++) {
+                o[j] = v[j] * (g[j] - d);
+            }
+        }
+        ampc_store_block_f32(cv, dt, o, n, gx + i * (int64_t)es, 1, NULL);
+    }
+}
+
+static AMPC_ALWAYS_INLINE void
+ampc_softmax_bwd_cols(const ampc_converters *cv, int is_log, ampc_dtype dt,
+                      int64_t r, int64_t inner, int64_t nc, const char *gy,
+                      const char *y, char *gx)
+{
+    size_t es = ampc_dtype_size[dt];
+    float gb[AMPC_NN_TILE], yb[AMPC_NN_TILE], ob[AMPC_NN_TILE];
+    float acc[AMPC_NN_TILE], d[AMPC_NN_TILE];
+    double dot[AMPC_NN_TILE];
+    int64_t k, j;
+
+    for (j = 0; j < nc; j++) {
+        dot[j] = 0.0;
+    }
+    for (int64_t k0 = 0; k0 < r; k0 += AMPC_RED_LANES) {
+        int64_t k1 = ampc_nn_min(r, k0 + AMPC_RED_LANES);
+        for (j = 0; j < nc; j++) {
+            acc[j] = 0.0f;
+        }
+        for (k = k0; k < k1; k++) {
+            int64_t at = k * inner * (int64_t)es;
+            const float *g = ampc_load_block_f32(cv, dt, gy + at, 1, nc, gb,
+                                                 NULL);
+            if (is_log) {
+                for (j = 0; j < nc; j++) {
+                    acc[j] += g[j];
+                }
+                continue;
+            }
+            const float *v = ampc_load_block_f32(cv, dt, y + at, 1, nc, yb,
+                                                 NULL);
+            for (j = 0; j < nc; j++) {
+                acc[j] += g[j] * v[j];
+            }
+        }
+        for (j = 0; j < nc; j++) {
+            dot[j] += acc[j];
+        }
+    }
+    for (j = 0; j < nc; j++) {
+        d[j] = (float)dot[j];
+    }
+    for (k = 0; k < r; k++) {
+        int64_t at = k * inner * (int64_t)es;
+        const float *g = ampc_load_block_f32(cv, dt, gy + at, 1, nc, gb,
+                                             NULL);
+        const float *v = ampc_load_block_f32(cv, dt, y + at, 1, nc, yb,
+                                             NULL);
+        float *o = dt == AMPC_FLOAT32 ? (float *)(gx + at) : ob;
+        if (is_log) {
+            for (j = 0; j < nc; j++) {
+                o[j] = g[j] - ampc_exp_f32(v[j]) * d[j];
+            }
+        }
+        else {
+            for (j = 0; j < nc; j++) {
+                o[j] = v[j] * (g[j] - d[j]);
+            }
+        }
+        ampc_store_block_f32(cv, dt, o, nc, gx + at, 1, NULL);
+    }
+}
+
+static AMPC_ALWAYS_INLINE void
+ampc_softmax_bwd_range(const ampc_converters *cv, const ampc_softmax_ctx *c,
+                       int64_t b, int64_t e)
+{
+    size_t es = ampc_dtype_size[c->ydt];
+    if (c->inner == 1) {
+        for (int64_t o = b; o < e; o++) {
+            int64_t at = o * c->r * (int64_t)es;
+            ampc_softmax_bwd_row(cv, c->is_log, c->ydt, c->r,
+                                 (const char *)c->x + at,
+                                 (const char *)c->y + at,
+                                 (char *)c->out + at);
+        }
+        return;
+    }
+    int64_t tiles = ampc_softmax_tiles(c->inner);
+    for (int64_t item = b; item < e; item++) {
+        int64_t o = item / tiles, j0 = (item % tiles) * AMPC_NN_TILE;
+        int64_t at = (o * c->r * c->inner + j0) * (int64_t)es;
+        ampc_softmax_bwd_cols(cv, c->is_log, c->ydt, c->r, c->inner,
+                              ampc_nn_min(AMPC_NN_TILE, c->inner - j0),
+                              (const char *)c->x + at,
+                              (const char *)c->y + at, (char *)c->out + at);
+    }
+}
+
+// ----------------------------------------------------------------------------
+// class-index losses: nll_loss and the fused cross_entropy
+
+typedef struct {
+    const ampc_class_loss_shape *s;
+    ampc_dtype dt;
+    const void *in;             /* logits, log-probabilities */
+    const int64_t *target;
+    const float *weight;        /* (c) or NULL */
+    const float *row_scale;     /* backward */
+    double wsum;                /* backward: the sum of the weights */
+    void *out;                  /* log-probabilities, gradient */
+    double *row_loss, *row_weight;
+} ampc_loss_ctx;
+
+static inline float
+ampc_class_weight(const float *weight, int64_t k)
+{
+    return weight != NULL ? weight[k] : 1.0f;
+}
+
+/* One row of logits x (c) -> logp (c) and the row's loss and weight:
+ * log_softmax as ampc_softmax_row, with the smoothing term's weighted sum of
+ * log-probabilities taken in the output pass. */
+static AMPC_ALWAYS_INLINE void
+ampc_xent_fwd_row(const ampc_converters *cv, const ampc_loss_ctx *c,
+                  int64_t row)
+{
+    const ampc_class_loss_shape *s = c->s;
+    ampc_dtype dt = c->dt;
+    size_t es = ampc_dtype_size[dt];
+    int64_t nc = s->c;
+    const char *x = (const char *)c->in + row * nc * (int64_t)es;
+    char *lp = (char *)c->out + row * nc * (int64_t)es;
+    float xb[AMPC_NN_ROW], eb[AMPC_NN_ROW], wb[AMPC_NN_ROW];
+    int one = nc <= AMPC_NN_ROW;
+    int smooth = s->label_smoothing > 0.0;
+    const float *xf = NULL;
+    float m = -INFINITY;
+    double sum = 0.0, wlp = 0.0;
+    int64_t i, n, j;
+
+    for (i = 0; i < nc; i += AMPC_NN_ROW) {
+        n = ampc_nn_min(AMPC_NN_ROW, nc - i);
+        xf = ampc_load_block_f32(cv, dt, x + i * (int64_t)es, 1, n, xb, NULL);
+        m = ampc_maximum_f32(m, ampc_nn_max_run(xf, n));
+    }
+    for (i = 0; i < nc; i += AMPC_NN_ROW) {
+        n = ampc_nn_min(AMPC_NN_ROW, nc - i);
+        if (!one) {
+            xf = ampc_load_block_f32(cv, dt, x + i * (int64_t)es, 1, n, xb,
+                                     NULL);
+        }
+        sum += ampc_exp_sum_f32(xf, n, m, eb);
+    }
+    float ls = (float)log(sum);
+    for (i = 0; i < nc; i += AMPC_NN_ROW) {
+        n = ampc_nn_min(AMPC_NN_ROW, nc - i);
+        float *o = dt == AMPC_FLOAT32 ? (float *)lp + i : eb;
+        if (!one) {
+            xf = ampc_load_block_f32(cv, dt, x + i * (int64_t)es, 1, n, xb,
+                                     NULL);
+        }
+        for (j = 0; j < n; j++) {
+            o[j] = (xf[j] - m) - ls;
+        }
+        if (smooth && c->weight != NULL) {
+            for (j = 0; j < n; j++) {
+                wb[j] = o[j] * c->weight[i + j];
+            }
+            wlp += ampc_nn_sum_run(wb, n);
+        }
+        else if (smooth) {
+            wlp += ampc_nn_sum_run(o, n);
+        }
+        ampc_store_block_f32(cv, dt, o, n, lp + i * (int64_t)es, 1, NULL);
+    }
+
+    int64_t t = c->target[row];
+    if (t == s->ignore_index) {
+        c->row_loss[row] = 0.0;
+        c->row_weight[row] = 0.0;
+        return;
+    }
+    double w = ampc_class_weight(c->weight, t);
+    double lpt = (ampc_load_f32(dt, x + t * (int64_t)es) - m) - ls;
+    double eps = s->label_smoothing;
+    c->row_loss[row] = (1.0 - eps) * w * -lpt + eps / (double)nc * -wlp;
+    c->row_weight[row] = w;
+}
+
+static AMPC_ALWAYS_INLINE void
+ampc_xent_fwd_range(const ampc_converters *cv, const ampc_loss_ctx *c,
+                    int64_t b, int64_t e)
+{
+    for (int64_t row = b; row < e; row++) {
+        ampc_xent_fwd_row(cv, c, row);
+    }
+}
+
+/* One row of the gradient: row_scale * (exp(logp) * A - a_k) with
+ * a_k = (1 - ls) w_t [k == t] + ls / C * w_k and A = the sum of a_k (the
+ * gradient of -sum_k a_k logp_k through log_softmax); 0 for ignored rows. */
+static AMPC_ALWAYS_INLINE void
+ampc_xent_bwd_row(const ampc_converters *cv, const ampc_loss_ctx *c,
+                  int64_t row)
+{
+    const ampc_class_loss_shape *s = c->s;
+    ampc_dtype dt = c->dt;
+    size_t es = ampc_dtype_size[dt];
+    int64_t nc = s->c;
+    const char *lp = (const char *)c->in + row * nc * (int64_t)es;
+    char *g = (char *)c->out + row * nc * (int64_t)es;
+    float lb[AMPC_NN_ROW], ob[AMPC_NN_ROW];
+    int64_t t = c->target[row];
+    int64_t i, n, j;
+
+    if (t == s->ignore_index) {
+        memset(g, 0, (size_t)nc * es);
+        return;
+    }
+    double ls = s->label_smoothing;
+    float wt = ampc_class_weight(c->weight, t);
+    float sc = c->row_scale[row];
+    float hot = (float)((1.0 - ls) * wt);
+    float spread = (float)(ls / (double)nc);
+    float total = (float)((1.0 - ls) * wt + ls / (double)nc * c->wsum);
+    for (i = 0; i < nc; i += AMPC_NN_ROW) {
+        n = ampc_nn_min(AMPC_NN_ROW, nc - i);
+        const float *l = ampc_load_block_f32(cv, dt, lp + i * (int64_t)es, 1,
+                                             n, lb, NULL);
+        float *o = dt == AMPC_FLOAT32 ? (float *)g + i : ob;
+        if (c->weight != NULL) {
+            const float *w = c->weight + i;
+            for (j = 0; j < n; j++) {
+                o[j] = sc * (ampc_exp_f32(l[j]) * total - spread * w[j]);
+            }
+        }
+        else {
+            for (j = 0; j < n; j++) {
+                o[j] = sc * (ampc_exp_f32(l[j]) * total - spread);
+            }
+        }
+        if (t >= i && t < i + n) {
+            float a = spread * wt + hot;
+            o[t - i] = sc * (ampc_exp_f32(l[t - i]) * total - a);
+        }
+        ampc_store_block_f32(cv, dt, o, n, g + i * (int64_t)es, 1, NULL);
+    }
+}
+
+static AMPC_ALWAYS_INLINE void
+ampc_xent_bwd_range(const ampc_converters *cv, const ampc_loss_ctx *c,
+                    int64_t b, int64_t e)
+{
+    for (int64_t row = b; row < e; row++) {
+        ampc_xent_bwd_row(cv, c, row);
+    }
+}
+
+static inline void
+ampc_xent_fwd_launch(ampc_range_fn range, const ampc_class_loss_shape *s,
+                     ampc_dtype dt, const void *logits, const int64_t *target,
+                     const float *weight, void *logp, double *row_loss,
+                     double *row_weight)
+{
+    ampc_loss_ctx c = {.s = s, .dt = dt, .in = logits, .target = target,
+                       .weight = weight, .out = logp, .row_loss = row_loss,
+                       .row_weight = row_weight};
+    ampc_parallel_for(s->n, ampc_nn_grain(4 * s->c), range, &c);
+}
+
+static inline void
+ampc_xent_bwd_launch(ampc_range_fn range, const ampc_class_loss_shape *s,
+                     ampc_dtype dt, const void *logp, const int64_t *target,
+                     const float *weight, const float *row_scale, void *grad)
+{
+    ampc_loss_ctx c = {.s = s, .dt = dt, .in = logp, .target = target,
+                       .weight = weight, .row_scale = row_scale, .out = grad};
+    double wsum = (double)s->c;
+    if (weight != NULL) {
+        wsum = 0.0;
+        for (int64_t k = 0; k < s->c; k++) {
+            wsum += weight[k];
+        }
+    }
+    c.wsum = wsum;
+    ampc_parallel_for(s->n, ampc_nn_grain(2 * s->c), range, &c);
+}
+
+// ----------------------------------------------------------------------------
+// mse_loss
+
+typedef struct {
+    ampc_dtype dt;
+    int64_t n;
+    const void *x, *t, *grad;
+    float scale;
+    void *out;
+    double *partial;
+} ampc_mse_ctx;
+
+/* items: chunks of AMPC_LOSS_CHUNK elements; each writes (x - t)^2 to out,
+ * or its sum to partial[chunk] (float32 lanes per block, blocks in double). */
+static AMPC_ALWAYS_INLINE void
+ampc_mse_fwd_range(const ampc_converters *cv, const ampc_mse_ctx *c,
+                   int64_t b, int64_t e)
+{
+    size_t es = ampc_dtype_size[c->dt];
+    float xb[AMPC_BLOCK], tb[AMPC_BLOCK], db[AMPC_BLOCK];
+    for (int64_t chunk = b; chunk < e; chunk++) {
+        int64_t i0 = chunk * AMPC_LOSS_CHUNK;
+        int64_t i1 = ampc_nn_min(c->n, i0 + AMPC_LOSS_CHUNK);
+        double sum = 0.0;
+        for (int64_t i = i0; i < i1; i += AMPC_BLOCK) {
+            int64_t m = ampc_nn_min(AMPC_BLOCK, i1 - i);
+            const float *x = ampc_load_block_f32(
+                cv, c->dt, ampc_at(c->x, i, 1, es), 1, m, xb, NULL);
+            const float *t = ampc_load_block_f32(
+                cv, c->dt, ampc_at(c->t, i, 1, es), 1, m, tb, NULL);
+            float *d = (c->out != NULL && c->dt == AMPC_FLOAT32)
+                           ? (float *)c->out + i
+                           : db;
+            for (int64_t j = 0; j < m; j++) {
+                float v = x[j] - t[j];
+                d[j] = v * v;
+            }
+            if (c->out != NULL) {
+                ampc_store_block_f32(cv, c->dt, d, m,
+                                     (char *)c->out + i * (int64_t)es, 1,
+                                     NULL);
+            }
+            else {
+                sum += ampc_nn_sum_run(d, m);
+            }
+        }
+        if (c->out == NULL) {
+            c->partial[chunk] = sum;
+        }
+    }
+}
+
+/* items: elements; grad_x = (scale * (x - t)) * grad */
+static AMPC_ALWAYS_INLINE void
+ampc_mse_bwd_range(const ampc_converters *cv, const ampc_mse_ctx *c,
+                   int64_t b, int64_t e)
+{
+    size_t es = ampc_dtype_size[c->dt];
+    float xb[AMPC_BLOCK], tb[AMPC_BLOCK], gb[AMPC_BLOCK], ob[AMPC_BLOCK];
+    for (int64_t i = b; i < e; i += AMPC_BLOCK) {
+        int64_t m = ampc_nn_min(AMPC_BLOCK, e - i);
+        const float *x = ampc_load_block_f32(
+            cv, c->dt, ampc_at(c->x, i, 1, es), 1, m, xb, NULL);
+        const float *t = ampc_load_block_f32(
+            cv, c->dt, ampc_at(c->t, i, 1, es), 1, m, tb, NULL);
+        float *o = c->dt == AMPC_FLOAT32 ? (float *)c->out + i : ob;
+        if (c->grad != NULL) {
+            const float *g = ampc_load_block_f32(
+                cv, c->dt, ampc_at(c->grad, i, 1, es), 1, m, gb, NULL);
+            for (int64_t j = 0; j < m; j++) {
+                o[j] = (c->scale * (x[j] - t[j])) * g[j];
+            }
+        }
+        else {
+            for (int64_t j = 0; j < m; j++) {
+                o[j] = c->scale * (x[j] - t[j]);
+            }
+        }
+        ampc_store_block_f32(cv, c->dt, o, m, (char *)c->out + i * (int64_t)es,
+                             1, NULL);
+    }
+}
+
+static inline void
+ampc_mse_fwd_launch(ampc_range_fn range, ampc_dtype dt, int64_t n,
+                    const void *x, const void *t, void *out, double *partial)
+{
+    ampc_mse_ctx c = {.dt = dt, .n = n, .x = x, .t = t, .out = out,
+                      .partial = partial};
+    int64_t chunks = (n + AMPC_LOSS_CHUNK - 1) / AMPC_LOSS_CHUNK;
+    ampc_parallel_for(chunks, 2, range, &c);
+}
+
+static inline void
+ampc_mse_bwd_launch(ampc_range_fn range, ampc_dtype dt, int64_t n,
+                    const void *x, const void *t, const void *grad,
+                    float scale, void *grad_x)
+{
+    ampc_mse_ctx c = {.dt = dt, .n = n, .x = x, .t = t, .grad = grad,
+                      .scale = scale, .out = grad_x};
+    ampc_parallel_for(n, AMPC_NN_GRAIN, range, &c);
+}
+
+// ----------------------------------------------------------------------------
+// fused optimizer steps
+//
+// One pass: each block of every tensor is widened once, updated in float32
+// registers and narrowed once (RNE).  The arithmetic follows torch's
+// single-tensor SGD and Adam op by op (torch/optim/sgd.py, adam.py), with
+// the scalar constants rounded to float32 as torch's CPU kernels take them.
+
+typedef struct {
+    const ampc_sgd_args *sgd;
+    const ampc_adam_args *adam;
+    ampc_dtype dt;
+    void *param, *buf, *exp_avg, *exp_avg_sq, *max_exp_avg_sq;
+    const void *grad;
+} ampc_optim_ctx;
+
+/* param -= lr * d, where d is grad (negated when maximizing), plus
+ * weight_decay * param, then through the momentum buffer:
+ *   buf = first step ? d : momentum * buf + (1 - dampening) * d
+ *   d = nesterov ? d + momentum * buf : buf */
+static AMPC_ALWAYS_INLINE void
+ampc_sgd_range(const ampc_converters *cv, const ampc_optim_ctx *c, int64_t b,
+               int64_t e)
+{
+    const ampc_sgd_args *a = c->sgd;
+    ampc_dtype dt = c->dt;
+    size_t es = ampc_dtype_size[dt];
+    float pb[AMPC_BLOCK], gb[AMPC_BLOCK], bb[AMPC_BLOCK];
+    float sign = a->maximize ? -1.0f : 1.0f;
+    float neg_lr = -a->lr;
+    for (int64_t i = b; i < e; i += AMPC_BLOCK) {
+        int64_t m = ampc_nn_min(AMPC_BLOCK, e - i);
+        char *pp = (char *)c->param + i * (int64_t)es;
+        const float *pv = ampc_load_block_f32(cv, dt, pp, 1, m, pb, NULL);
+        const float *gv = ampc_load_block_f32(
+            cv, dt, (const char *)c->grad + i * (int64_t)es, 1, m, gb, NULL);
+        /* d lives in gb; a float32 grad is read in place, never written */
+        float *d = gb;
+        for (int64_t j = 0; j < m; j++) {
+            d[j] = gv[j] * sign;
+        }
+        if (a->weight_decay != 0.0f) {
+            for (int64_t j = 0; j < m; j++) {
+                d[j] = d[j] + a->weight_decay * pv[j];
+            }
+        }
+        if (c->buf != NULL) {
+            char *bp = (char *)c->buf + i * (int64_t)es;
+            float *bv = dt == AMPC_FLOAT32 ? (float *)bp : bb;
+            if (a->first_step) {
+                memcpy(bv, d, (size_t)m * sizeof(float));
+            }
+            else {
+                if (dt != AMPC_FLOAT32) {
+                    ampc_load_block_f32(cv, dt, bp, 1, m, bb, NULL);
+                }
+                for (int64_t j = 0; j < m; j++) {
+                    bv[j] = bv[j] * a->momentum +
+                            a->one_minus_dampening * d[j];
+                }
+            }
+            if (a->nesterov) {
+                for (int64_t j = 0; j < m; j++) {
+                    d[j] = d[j] + a->momentum * bv[j];
+                }
+            }
+            else {
+                memcpy(d, bv, (size_t)m * sizeof(float));
+            }
+            ampc_store_block_f32(cv, dt, bv, m, bp, 1, NULL);
+        }
+        float *po = dt == AMPC_FLOAT32 ? (float *)pp : pb;
+        for (int64_t j = 0; j < m; j++) {
+            po[j] = pv[j] + neg_lr * d[j];
+        }
+        ampc_store_block_f32(cv, dt, po, m, pp, 1, NULL);
+    }
+}
+
+/* y[0:n] = sqrt(x[0:n]) with the level's vector instruction: a loop of
+ * sqrtf is not vectorised, as sqrtf must set errno for a negative input.
+ * IEEE square roots are exact, so every level gives the same bits. */
+typedef void (*ampc_sqrt_block_fn)(int64_t n, const float *x, float *y);
+
+/* torch's Adam/AdamW step, per element (d = grad, negated when maximizing):
+ *   decoupled: param *= 1 - lr * weight_decay;  else d += weight_decay * param
+ *   exp_avg = lerp(exp_avg, d, 1 - beta1)
+ *   exp_avg_sq = exp_avg_sq * beta2 + ((1 - beta2) * d) * d
+ *   amsgrad: max_exp_avg_sq = maximum(max_exp_avg_sq, exp_avg_sq)
+ *   denom = sqrt(v) / sqrt(1 - beta2^step) + eps     (v: the line above)
+ *   param += (-lr / (1 - beta1^step) * exp_avg) / denom */
+static AMPC_ALWAYS_INLINE void
+ampc_adam_range(const ampc_converters *cv, ampc_sqrt_block_fn sqrt_block,
+                const ampc_optim_ctx *c, int64_t b, int64_t e)
+{
+    const ampc_adam_args *a = c->adam;
+    ampc_dtype dt = c->dt;
+    size_t es = ampc_dtype_size[dt];
+    float pb[AMPC_BLOCK], gb[AMPC_BLOCK], mb[AMPC_BLOCK], vb[AMPC_BLOCK];
+    float xb[AMPC_BLOCK], ab[AMPC_BLOCK];
+    float sign = a->maximize ? -1.0f : 1.0f;
+    /* torch's lerp: self + w * (end - self) for |w| < 0.5, else
+     * end - (end - self) * (1 - w) */
+    int small = fabsf(a->one_minus_beta1) < 0.5f;
+    float w = a->one_minus_beta1, wc = 1.0f - a->one_minus_beta1;
+    for (int64_t i = b; i < e; i += AMPC_BLOCK) {
+        int64_t m = ampc_nn_min(AMPC_BLOCK, e - i);
+        int64_t off = i * (int64_t)es;
+        char *pp = (char *)c->param + off;
+        char *mp = (char *)c->exp_avg + off;
+        char *vp = (char *)c->exp_avg_sq + off;
+        float *pv = (float *)ampc_load_block_f32(cv, dt, pp, 1, m, pb, NULL);
+        const float *gv = ampc_load_block_f32(
+            cv, dt, (const char *)c->grad + off, 1, m, gb, NULL);
+        float *mv = (float *)ampc_load_block_f32(cv, dt, mp, 1, m, mb, NULL);
+        float *vv = (float *)ampc_load_block_f32(cv, dt, vp, 1, m, vb, NULL);
+        float *d = xb;
+        int64_t j;
+        /* NOTE: pv, mv and vv point into float32 tensors themselves, so the
+         * updates below are the stores; other dtypes are narrowed after. */
+        for (j = 0; j < m; j++) {
+            d[j] = gv[j] * sign;
+        }
+        if (a->weight_decay != 0.0f && a->decoupled) {
+            for (j = 0; j < m; j++) {
+                pv[j] = pv[j] * a->decay;
+            }
+        }
+        else if (a->weight_decay != 0.0f) {
+            for (j = 0; j < m; j++) {
+                d[j] = d[j] + a->weight_decay * pv[j];
+            }
+        }
+        if (small) {
+            for (j = 0; j < m; j++) {
+                mv[j] = mv[j] + w * (d[j] - mv[j]);
+            }
+        }
+        else {
+            for (j = 0; j < m; j++) {
+                mv[j] = d[j] - (d[j] - mv[j]) * wc;
+            }
+        }
+        for (j = 0; j < m; j++) {
+            vv[j] = vv[j] * a->beta2 + (a->one_minus_beta2 * d[j]) * d[j];
+        }
+        const float *den = vv;
+        if (c->max_exp_avg_sq != NULL) {
+            char *xp = (char *)c->max_exp_avg_sq + off;
+            float *xv = (float *)ampc_load_block_f32(cv, dt, xp, 1, m, ab,
+                                                     NULL);
+            for (j = 0; j < m; j++) {
+                xv[j] = ampc_nn_max(xv[j], vv[j]);
+            }
+            ampc_store_block_f32(cv, dt, xv, m, xp, 1, NULL);
+            den = xv;
+        }
+        /* d is spent: it takes the square roots */
+        sqrt_block(m, den, d);
+        for (j = 0; j < m; j++) {
+            float denom = d[j] / a->bias_correction2_sqrt + a->eps;
+            pv[j] = pv[j] + (a->neg_step_size * mv[j]) / denom;
+        }
+        ampc_store_block_f32(cv, dt, mv, m, mp, 1, NULL);
+        ampc_store_block_f32(cv, dt, vv, m, vp, 1, NULL);
+        ampc_store_block_f32(cv, dt, pv, m, pp, 1, NULL);
+    }
+}
+
+static inline void
+ampc_sgd_launch(ampc_range_fn range, const ampc_sgd_args *a, ampc_dtype dt,
+                int64_t n, void *param, const void *grad, void *buf)
+{
+    ampc_optim_ctx c = {.sgd = a, .dt = dt, .param = param, .grad = grad,
+                        .buf = buf};
+    ampc_parallel_for(n, AMPC_NN_GRAIN, range, &c);
+}
+
+static inline void
+ampc_adam_launch(ampc_range_fn range, const ampc_adam_args *a, ampc_dtype dt,
+                 int64_t n, void *param, const void *grad, void *exp_avg,
+                 void *exp_avg_sq, void *max_exp_avg_sq)
+{
+    ampc_optim_ctx c = {.adam = a, .dt = dt, .param = param, .grad = grad,
+                        .exp_avg = exp_avg, .exp_avg_sq = exp_avg_sq,
+                        .max_exp_avg_sq = max_exp_avg_sq};
+    ampc_parallel_for(n, AMPC_NN_GRAIN, range, &c);
+}
+
+#endif /* AMPC_CPU_NN_LOOPS_H */

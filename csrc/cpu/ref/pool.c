@@ -1,0 +1,38 @@
+/* pool.c - max_pool2d forward (values and indices) and backward (the
+ * gradients scattered to the indices): the bodies of cpu/nn_loops.h compiled
+ * for the baseline ISA.
+ */
+#include "cpu/nn_loops.h"
+
+// ----------------------------------------------------------------------------
+// CPU reference
+
+static void
+max_pool2d_fwd_range(void *ctx, int64_t b, int64_t e)
+{
+    ampc_max_pool2d_fwd_range(&ampc_cvt_ref, ctx, b, e);
+}
+
+static void
+max_pool2d_bwd_range(void *ctx, int64_t b, int64_t e)
+{
+    ampc_max_pool2d_bwd_range(&ampc_cvt_ref, ctx, b, e);
+}
+
+/* x (planes, H, W) -> y (planes, OH, OW), idx (planes, OH, OW) */
+void
+ampc_max_pool2d_fwd_ref(const ampc_pool2d_shape *s, ampc_dtype dt,
+                        const void *x, void *y, int64_t *idx)
+{
+    ampc_max_pool2d_fwd_launch(max_pool2d_fwd_range, s, dt, x, y, idx);
+}
+
+/* grad_out (planes, OH, OW), idx (planes, OH, OW) -> grad_in (planes, H, W) */
+int
+ampc_max_pool2d_bwd_ref(const ampc_pool2d_shape *s, ampc_dtype dt,
+                        const void *grad_out, const int64_t *idx,
+                        void *grad_in)
+{
+    return ampc_max_pool2d_bwd_launch(max_pool2d_bwd_range, s, dt, grad_out,
+                                      idx, grad_in);
+}
