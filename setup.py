@@ -327,7 +327,10 @@ ext = Extension(
     depends=HEADERS + CUDA_SOURCES,
     include_dirs=["csrc", numpy.get_include()],
     define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
-    extra_compile_args=["-std=c11", "-O3", "-fopenmp", "-fno-strict-aliasing"],
+    # -fno-math-errno: ampc never reads errno, and without it gcc will not
+    # vectorise sqrtf loops
+    extra_compile_args=["-std=c11", "-O3", "-fopenmp", "-fno-strict-aliasing",
+                        "-fno-math-errno"],
     extra_link_args=["-fopenmp"],
 )
 
