@@ -1,0 +1,23 @@
+"""``ampc.amp``: automatic mixed precision.
+
+``autocast`` and ``GradScaler`` are implemented in C (``csrc/autocast.c``,
+``csrc/grad_scaler.c``) with PyTorch's ``torch.amp`` behaviour; the scaler
+adds ``stats()``/``watch()`` and misuse diagnostics.  ``OptState`` is its
+per-optimizer stage enum.
+
+>>> import ampc
+>>> scaler = ampc.amp.GradScaler("cpu", init_scale=1024.0)
+>>> w = ampc.ones(3, requires_grad=True)
+>>> opt = ampc.optim.SGD([w], lr=0.1)
+>>> scaler.scale((w * 2.0).sum()).backward()
+>>> w.grad[0].item()
+2048.0
+>>> scaler.step(opt)
+>>> scaler.update()
+>>> round(w[0].item(), 6)
+0.8
+"""
+from .._C import GradScaler, OptState
+from .._C import autocast  # csrc/autocast.c: the same object as ampc.autocast
+
+__all__ = ["GradScaler", "OptState", "autocast"]

@@ -1,0 +1,175 @@
+"""Throughput of the fused AMP unscale-and-check, in GB/s.
+
+The kernel (``ampc._amp_foreach_non_finite_check_and_unscale_``: every
+gradient of an optimiser multiplied by 1/scale in place, with the inf/NaN
+check, in one call) is validated against a NumPy reference on every CPU
+level first, then timed at the lab's SimpleCNN parameter sizes (8 tensors)
+and at 100M elements, beside a memcpy of the same bytes (read + write,
+NumPy's copyto) and torch's
+``torch._amp_foreach_non_finite_check_and_unscale_`` on the CPU (where
+torch is installed), all in this process.  The
+"+counts" column is the GradScaler path, which also counts inf, NaN, zero
+and subnormal elements per tensor in the same pass.  GB/s counts the bytes
+read and written.  Not a test: run it by hand.
+
+    python benchmarks/bench_amp.py [--repeat 15] [--big 100000000]
+                                   [--threads N]
+
+On a loaded machine, a kernel split over threads waits for its slowest
+thread; --threads 1 compares one core with one core (memcpy is one core
+always).
+"""
+import argparse
+import time
+
+import numpy as np
+
+import ampc
+from ampc import _C
+
+try:
+    import torch
+except ImportError:  # torch is optional: its column is left out
+    torch = None
+
+# the lab's SimpleCNN: conv1 w/b, conv2 w/b, fc1 w/b, fc2 w/b
+LAB_SIZES = (864, 32, 18432, 64, 2097152, 512, 5120, 10)
+
+
+def best_time(fn, repeat):
+    fn()
+    best = float("inf")
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
+def as_ampc(a32, dt):
+    t = ampc.from_numpy(a32)
+    return t if dt == "float32" else t.to(getattr(ampc, dt))
+
+
+def reference(vals, inv):
+    """float64 oracle: (unscaled values rounded to the dtype, found)."""
+    found = any(not np.isfinite(v).all() for v in vals)
+    return [v * np.float32(inv) for v in vals], found
+
+
+def validate(sizes, dt, rng):
+    """Every level: the kernel's output equals the oracle's, found_inf
+    too, with inf planted at the first and the last element."""
+    for level in ampc.backends.cpu.levels():
+        _C._set_cpu_level(level)
+        vals = [rng.standard_normal(n).astype(np.float32) for n in sizes]
+        vals[0][0] = np.inf
+        vals[-1][-1] = -np.inf
+        grads = [as_ampc(v.copy(), dt) for v in vals]
+        src = [g.float().numpy().copy() for g in grads]
+        found = _C.full((), 0.0, ampc.float32)
+        inv = _C.full((), 0.25, ampc.float32)
+        _C._amp_foreach_non_finite_check_and_unscale_(grads, found, inv)
+        want, want_found = reference(src, 0.25)
+        assert found.item() == float(want_found), (level, dt)
+        for g, w in zip(grads, want):
+            got = g.float().numpy()
+            w = w.astype(np.float32) if dt == "float32" else \
+                as_ampc(w.astype(np.float32), dt).float().numpy()
+            assert np.array_equal(got, w, equal_nan=True), (level, dt)
+
+
+def bench_case(label, sizes, dt, repeat, rng, levels):
+    nbytes = 2 * sum(sizes) * getattr(ampc, dt).itemsize
+    vals = [rng.standard_normal(n).astype(np.float32) for n in sizes]
+    grads = [as_ampc(v, dt) for v in vals]
+    found = _C.full((), 0.0, ampc.float32)
+    halves = [_C.full((), 0.5, ampc.float32), _C.full((), 2.0, ampc.float32)]
+    state = {"i": 0}
+
+    def run(fn):
+        # alternate x0.5 and x2 so the values neither drift nor denormalise
+        def go():
+            state["i"] ^= 1
+            fn(grads, found, halves[state["i"]])
+        return go
+
+    row = {"case": label, "dtype": dt, "MB": nbytes / 2 / 1e6}
+    for level in levels:
+        _C._set_cpu_level(level)
+        t = best_time(run(_C._amp_foreach_non_finite_check_and_unscale_),
+                      repeat)
+        row[level] = nbytes / t / 1e9
+    t = best_time(run(_C._amp_unscale_counts_), repeat)
+    row["+counts"] = nbytes / t / 1e9
+
+    flat = np.concatenate([np.frombuffer(v.tobytes(), np.uint8)
+                           for v in vals])[:nbytes // 2]
+    dst = np.empty_like(flat)
+    t = best_time(lambda: np.copyto(dst, flat), repeat)
+    row["memcpy"] = nbytes / t / 1e9
+
+    if torch is not None:
+        tdt = getattr(torch, dt)
+        tg = [torch.from_numpy(v).to(tdt) for v in vals]
+        tf = torch.zeros(())
+        th = [torch.full((), 0.5), torch.full((), 2.0)]
+
+        def go():
+            state["i"] ^= 1
+            torch._amp_foreach_non_finite_check_and_unscale_(
+                tg, tf, th[state["i"]])
+        t = best_time(go, repeat)
+        row["torch"] = nbytes / t / 1e9
+    return row
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--repeat", type=int, default=15)
+    ap.add_argument("--big", type=int, default=100_000_000,
+                    help="elements of the single big tensor")
+    ap.add_argument("--threads", type=int, default=None,
+                    help="threads for ampc and torch (default: all)")
+    args = ap.parse_args()
+    if args.threads:
+        ampc.set_num_threads(args.threads)
+        if torch is not None:
+            torch.set_num_threads(args.threads)
+    rng = np.random.default_rng(0)
+    levels = ampc.backends.cpu.levels()
+    best = levels[-1]
+    prev = _C.cpu_capability()
+
+    for dt in ("float32", "float16", "bfloat16"):
+        validate((1, 7, 33, 1000, 70001) + LAB_SIZES[:4], dt, rng)
+    print(f"validated against NumPy on {', '.join(levels)}; "
+          f"{ampc.get_num_threads()} thread(s)")
+
+    rows = []
+    for dt in ("float32", "float16", "bfloat16"):
+        rows.append(bench_case("SimpleCNN (8 tensors)", LAB_SIZES, dt,
+                               args.repeat * 10, rng, levels))
+    for dt in ("float32", "float16"):
+        rows.append(bench_case(f"{args.big // 1_000_000}M x 1", (args.big,),
+                               dt, args.repeat, rng, levels))
+    _C._set_cpu_level(prev)
+
+    cols = list(levels) + ["+counts", "memcpy"] + \
+        (["torch"] if torch is not None else [])
+    head = f"{'case':<22}{'dtype':<10}{'MB':>8}" + \
+        "".join(f"{c:>9}" for c in cols) + \
+        f"{'/memcpy':>9}" + (f"{'/torch':>8}" if torch is not None else "")
+    print("GB/s (bytes read + written), best of runs")
+    print(head)
+    for r in rows:
+        line = f"{r['case']:<22}{r['dtype']:<10}{r['MB']:>8.1f}" + \
+            "".join(f"{r[c]:>9.1f}" for c in cols) + \
+            f"{r[best] / r['memcpy']:>9.2f}"
+        if torch is not None:
+            line += f"{r[best] / r['torch']:>8.2f}"
+        print(line)
+
+
+if __name__ == "__main__":
+    main()
