@@ -89,6 +89,10 @@ def test_old_spellings_warn():
             warnings.simplefilter("ignore", UserWarning)
             ctx = ampc.cuda.amp.autocast()
     assert ctx.device == "cuda"
+    with pytest.warns(FutureWarning, match=r"GradScaler\('cpu'"):
+        scaler = ampc.cpu.amp.GradScaler(init_scale=8.0)
+    assert isinstance(scaler, ampc.amp.GradScaler)
+    assert scaler.get_scale() == 8.0 and scaler.is_enabled()
 
 
 # ----------------------------------------------------------------------------
