@@ -10,10 +10,13 @@ NumPy's copyto) and torch's
 torch is installed), all in this process.  The
 "+counts" column is the GradScaler path, which also counts inf, NaN, zero
 and subnormal elements per tensor in the same pass.  GB/s counts the bytes
-read and written.  Not a test: run it by hand.
+read and written.  Then the lab's SimpleCNN training step in AMP float16
+(autocast + GradScaler) and AMP bfloat16 (autocast) against the float32
+step: ms per step and ampc's peak tensor memory, beside torch's step time.
+Not a test: run it by hand.
 
     python benchmarks/bench_amp.py [--repeat 15] [--big 100000000]
-                                   [--threads N]
+                                   [--threads N] [--batch 256]
 
 On a loaded machine, a kernel split over threads waits for its slowest
 thread; --threads 1 compares one core with one core (memcpy is one core
@@ -124,11 +127,94 @@ def bench_case(label, sizes, dt, repeat, rng, levels):
     return row
 
 
+# ----------------------------------------------------------------------------
+# the AMP training step against the float32 step
+
+
+def _step_fn(lib, model, opt, x, y, precision):
+    """One SimpleCNN training step of ``lib`` (ampc or torch) in
+    ``precision``: fp32, fp16 (autocast + GradScaler) or bf16 (autocast)."""
+    crit = lib.nn.CrossEntropyLoss()
+    scaler = lib.amp.GradScaler("cpu") if precision == "fp16" else None
+    dtype = {"fp16": lib.float16, "bf16": lib.bfloat16}.get(precision)
+
+    def step():
+        opt.zero_grad()
+        with lib.autocast("cpu", dtype=dtype or lib.bfloat16,
+                          enabled=dtype is not None):
+            loss = crit(model(x), y)
+        if scaler is None:
+            loss.backward()
+            opt.step()
+        else:
+            scaler.scale(loss).backward()
+            scaler.step(opt)
+            scaler.update()
+        return loss
+    return step
+
+
+def training_steps(batch, repeat):
+    """ms per step and ampc's peak tensor memory for each precision."""
+    from ampc.lab.model import SimpleCNN
+    rng = np.random.default_rng(0)
+    xs = rng.standard_normal((batch, 3, 32, 32)).astype(np.float32)
+    ys = rng.integers(0, 10, batch)
+    rows = {}
+    for precision in ("fp32", "fp16", "bf16"):
+        ampc.manual_seed(0)
+        model = SimpleCNN()
+        opt = ampc.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+        step = _step_fn(ampc, model, opt, ampc.tensor(xs), ampc.tensor(ys),
+                        precision)
+        step()                                  # momentum buffers exist
+        ampc.reset_peak_memory_stats()
+        base = ampc.memory_allocated()
+        t = best_time(step, repeat)
+        peak = ampc.max_memory_allocated() - base
+        row = {"ms": t * 1e3, "peak_mb": peak / 2**20}
+        if torch is not None:
+            torch.manual_seed(0)
+            tmodel = torch.nn.Sequential(
+                torch.nn.Conv2d(3, 32, 3, padding=1), torch.nn.ReLU(),
+                torch.nn.MaxPool2d(2), torch.nn.Conv2d(32, 64, 3, padding=1),
+                torch.nn.ReLU(), torch.nn.MaxPool2d(2), torch.nn.Flatten(),
+                torch.nn.Linear(4096, 512), torch.nn.ReLU(),
+                torch.nn.Linear(512, 10))
+            topt = torch.optim.SGD(tmodel.parameters(), lr=0.01,
+                                   momentum=0.9)
+            tstep = _step_fn(torch, tmodel, topt, torch.from_numpy(xs),
+                             torch.from_numpy(ys), precision)
+            row["torch_ms"] = best_time(tstep, repeat) * 1e3
+        rows[precision] = row
+    return rows
+
+
+def print_training_steps(batch, repeat):
+    rows = training_steps(batch, repeat)
+    fp32 = rows["fp32"]
+    print(f"\nSimpleCNN training step, batch {batch}, CPU "
+          "(peak = ampc's tensor memory during a step, weights excluded)")
+    head = (f"{'precision':<10}{'ms/step':>9}{'vs fp32':>9}{'peak MB':>9}"
+            f"{'vs fp32':>9}")
+    if torch is not None:
+        head += f"{'torch ms':>10}{'ampc/torch':>11}"
+    print(head)
+    for name, r in rows.items():
+        line = (f"{name:<10}{r['ms']:>9.1f}{r['ms'] / fp32['ms']:>9.2f}"
+                f"{r['peak_mb']:>9.1f}{r['peak_mb'] / fp32['peak_mb']:>9.2f}")
+        if torch is not None:
+            line += f"{r['torch_ms']:>10.1f}{r['ms'] / r['torch_ms']:>11.2f}"
+        print(line)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--repeat", type=int, default=15)
     ap.add_argument("--big", type=int, default=100_000_000,
                     help="elements of the single big tensor")
+    ap.add_argument("--batch", type=int, default=256,
+                    help="batch size of the training-step comparison")
     ap.add_argument("--threads", type=int, default=None,
                     help="threads for ampc and torch (default: all)")
     args = ap.parse_args()
@@ -169,6 +255,7 @@ def main():
         if torch is not None:
             line += f"{r[best] / r['torch']:>8.2f}"
         print(line)
+    print_training_steps(args.batch, max(3, args.repeat // 3))
 
 
 if __name__ == "__main__":
