@@ -1,8 +1,9 @@
 /* amp_math.h - element-wise math shared by the C kernels and the CUDA
  * kernels: bit-exact float16/bfloat16 <-> float32 conversions with
- * round-to-nearest-even, finiteness tests, and (later) the one-value rules of
- * the AMP kernels.  Everything is static inline and free of Python, so the
- * CPU tests cover the exact code the GPU runs.
+ * round-to-nearest-even, finiteness tests, and the one-value rules of the
+ * AMP kernels (unscale-and-check, scale update).  Everything is static
+ * inline and free of Python, so the CPU tests cover the exact code the GPU
+ * runs.
  */
 #ifndef AMPC_AMP_MATH_H
 #define AMPC_AMP_MATH_H
@@ -120,6 +121,57 @@ AMPC_HOST_DEVICE int
 ampc_f32_isfinite(float f)
 {
     return (ampc_f32_bits(f) & 0x7f800000u) != 0x7f800000u;
+}
+
+// ----------------------------------------------------------------------------
+// the AMP kernels' one-value rules (PyTorch's AmpKernels, AK-cpu/AK-cuda)
+
+/* One gradient element of _amp_foreach_non_finite_check_and_unscale_: the
+ * finiteness test is on the INPUT (a finite value that overflows after the
+ * multiply is not flagged), and inv_scale == 1 returns val itself, with no
+ * multiply, so that a check-only pass cannot change a bit.  Float16 and
+ * bfloat16 are widened to float first and rounded back once by the caller.
+ * Sets *nonfinite to 1 for inf, -inf and NaN; never clears it. */
+AMPC_HOST_DEVICE float
+ampc_amp_unscale_one(float val, float inv_scale, int *nonfinite)
+{
+    if (!ampc_f32_isfinite(val)) {
+        *nonfinite = 1;
+    }
+    return inv_scale == 1.0f ? val : val * inv_scale;
+}
+
+/* _amp_update_scale_ on one scale and its growth tracker:
+ * - found_inf nonzero (NaN included, since NaN != 0): the scale backs off,
+ *   scale = float(double(scale) * backoff_factor), with no floor and no
+ *   finiteness test, and the tracker restarts at 0;
+ * - else the tracker counts this clean step; when the count equals
+ *   growth_interval (equality, so an interval <= 0 never grows) the scale
+ *   grows to float(double(scale) * growth_factor) unless that is inf or NaN
+ *   ("do not grow the scale past fp32 bounds"), and the tracker restarts at
+ *   0 either way.
+ * NOTE: PyTorch's tracker is int32; ampc's is int64 (no int32 dtype). */
+AMPC_HOST_DEVICE void
+ampc_amp_update_scale_one(float *scale, int64_t *tracker, float found_inf,
+                          double growth_factor, double backoff_factor,
+                          int64_t growth_interval)
+{
+    if (found_inf != 0.0f) {
+        *scale = (float)((double)*scale * backoff_factor);
+        *tracker = 0;
+        return;
+    }
+    int64_t successful = *tracker + 1;
+    if (successful == growth_interval) {
+        float grown = (float)((double)*scale * growth_factor);
+        if (ampc_f32_isfinite(grown)) {
+            *scale = grown;
+        }
+        *tracker = 0;
+    }
+    else {
+        *tracker = successful;
+    }
 }
 
 #endif /* AMPC_AMP_MATH_H */

@@ -158,6 +158,7 @@ void ampc_format_shape(char *buf, size_t size, int ndim,
 int ampc_dtype_init(PyObject *module, ampc_state *st);
 int ampc_tensor_type_prepare(void);
 int ampc_numpy_init(void);
+int ampc_autocast_init(PyObject *module);     /* autocast.c */
 
 // ----------------------------------------------------------------------------
 // element-wise iteration (iter.c)
@@ -205,5 +206,46 @@ ampc_cpu_level ampc_dispatch_best_level(void);
 const char *ampc_cpu_level_name(ampc_cpu_level level);
 /* The level name of the variant that runs for `slot`, or NULL. */
 const char *ampc_kernel_variant(const char *slot);
+
+// ----------------------------------------------------------------------------
+// AMP (amp_ops.c, grad_scaler.c)
+
+extern PyType_Spec ampc_grad_scaler_spec;
+extern PyMethodDef ampc_amp_methods[];
+
+/* One fused unscale-and-check over n float CPU tensors (checked by the
+ * caller): x *= inv_scale in place, *found_inf = 1.0f on any inf/NaN input,
+ * per-tensor telemetry into counts (n entries, zeroed) unless NULL.
+ * Non-dense tensors go through a contiguous copy.  -1 with an exception. */
+int ampc_amp_unscale_tensors(AmpcTensorObject *const *ts, Py_ssize_t n,
+                             float inv_scale, float *found_inf,
+                             ampc_amp_counts *counts);
+/* Per-tensor accumulators of the p-norm (ampc_grad_norm_fn) of n float CPU
+ * tensors, in one fused call.  -1 with an exception. */
+int ampc_amp_norm_tensors(AmpcTensorObject *const *ts, Py_ssize_t n,
+                          double p, double *acc);
+/* Creates the GradScaler type and OptState enum and adds them to module. */
+int ampc_grad_scaler_init(PyObject *module);
+/* 1 when the GradScaler that scaled a loss last is enabled, has not run
+ * update() since, and did not unscale one of `grads` (a sequence of
+ * tensors); it then stops reporting (warn once).  0 otherwise, -1 on
+ * error. */
+int ampc_grad_scaler_clip_pending(PyObject *grads);
+
+// ----------------------------------------------------------------------------
+// NN ops and optimizer steps (nn_ops.c, optim_ops.c): argument checks that
+// raise with the op, the argument and what was expected; -1 or NULL then
+
+/* obj as a CPU tensor (borrowed), else TypeError / RuntimeError. */
+AmpcTensorObject *ampc_arg_tensor(const char *fn, const char *arg,
+                                  PyObject *obj);
+/* t has a float dtype, else RuntimeError. */
+int ampc_arg_float(const char *fn, const char *arg, AmpcTensorObject *t);
+/* t has dtype dt, that of `whose` ("input"), else RuntimeError. */
+int ampc_arg_dtype(const char *fn, const char *arg, AmpcTensorObject *t,
+                   ampc_dtype dt, const char *whose);
+/* t has the given shape, that of `whose`, else RuntimeError. */
+int ampc_arg_shape(const char *fn, const char *arg, AmpcTensorObject *t,
+                   int ndim, const int64_t *shape, const char *whose);
 
 #endif /* AMPC_AMPC_H */

@@ -138,6 +138,268 @@ typedef void (*ampc_arange_fn)(ampc_dtype dt, int64_t n, void *out,
                                double start, double step);
 
 // ----------------------------------------------------------------------------
+// AMP: the fused unscale-and-check, the scale update, the gradient norm
+// (csrc/cpu/*/amp.c; Python side in csrc/amp_ops.c and csrc/grad_scaler.c)
+
+/* A list of contiguous tensors (an optimiser's gradients): tensor t holds
+ * numel[t] elements of dtype[t] at data[t].  The dtypes may be mixed. */
+typedef struct {
+    int64_t n;
+    void *const *data;
+    const int64_t *numel;
+    const ampc_dtype *dtype;
+} ampc_tensor_list;
+
+/* What one unscale pass saw in one tensor: inf and NaN among the INPUT
+ * elements, zero and subnormal among the OUTPUT elements (in the tensor's
+ * own dtype, after unscaling: underflow telemetry). */
+typedef struct {
+    int64_t inf;
+    int64_t nan;
+    int64_t zero;
+    int64_t subnormal;
+} ampc_amp_counts;
+
+/* l: float32/float16/bfloat16 tensors, each x <- x * inv_scale in place
+ * (PyTorch's _amp_foreach_non_finite_check_and_unscale_): *found_inf is set
+ * to 1.0f when any input element is inf or NaN and is never cleared;
+ * inv_scale == 1 leaves every bit as it was (nothing is written).  counts
+ * (l->n entries, zeroed by the caller) may be NULL. */
+typedef void (*ampc_amp_unscale_fn)(const ampc_tensor_list *l,
+                                    float inv_scale, float *found_inf,
+                                    ampc_amp_counts *counts);
+
+/* PyTorch's _amp_update_scale_ on one scale and one tracker (amp_math.h
+ * ampc_amp_update_scale_one). */
+typedef void (*ampc_amp_update_scale_fn)(float *scale, int64_t *tracker,
+                                         const float *found_inf,
+                                         double growth_factor,
+                                         double backoff_factor,
+                                         int64_t growth_interval);
+
+/* Per-tensor norm accumulators of l (float dtypes), acc[t] for tensor t:
+ * p == 2: sum x^2; p == 1: sum |x|; p == inf: max |x|; p == -inf: min |x|
+ * (inf for an empty tensor); p == 0: count of x != 0; else sum |x|^p.  NaN
+ * propagates.  Double accumulation; the result does not depend on the
+ * number of threads. */
+typedef void (*ampc_grad_norm_fn)(const ampc_tensor_list *l, double p,
+                                  double *acc);
+
+// ----------------------------------------------------------------------------
+// linear algebra: GEMM and conv2d (csrc/cpu/*/gemm.c, csrc/cpu/ref/conv2d.c;
+// Python side in csrc/linalg_ops.c)
+
+/* Kernel status: 0, or this when scratch memory cannot be had. */
+#define AMPC_LINALG_NOMEM 1
+
+typedef enum {
+    AMPC_BIAS_NONE = 0,
+    AMPC_BIAS_ROW,          /* bias (M,): one value per row of C (conv) */
+    AMPC_BIAS_COL           /* bias (N,): one value per column (linear) */
+} ampc_bias_mode;
+
+/* C (M, N) = A (M, K) B (K, N) [+ C] [+ bias] [relu], float32 accumulation,
+ * C rounded once (RNE).  Element (i, p) of A is a[i*rsa + p*csa] and (p, j)
+ * of B is b[p*rsb + j*csb], so transposed operands need no copy; C is
+ * row-major with row stride ldc.  A, B and the bias have dtype dt; C has
+ * dtype cdt, either dt or float32. */
+typedef struct {
+    int64_t m, n, k;
+    ampc_dtype dt;
+    const void *a;
+    int64_t rsa, csa;
+    const void *b;
+    int64_t rsb, csb;
+    void *c;
+    ampc_dtype cdt;
+    int64_t ldc;
+    const void *bias;
+    ampc_bias_mode bias_mode;
+    int relu;               /* max(x, 0) after the bias; NaN stays NaN */
+    int beta;               /* 1: C += A B (C's old values summed in fp32) */
+    int nthreads;           /* 0: every OpenMP thread */
+    int64_t batch;          /* 0 or 1: one product; else this many, ... */
+    int64_t sba, sbb, sbc;  /* ... the b-th at a + b*sba, b + b*sbb, c +
+                             * b*sbc (elements; 0 broadcasts) */
+} ampc_gemm_args;
+
+/* Returns 0 or AMPC_LINALG_NOMEM. */
+typedef int (*ampc_gemm_fn)(const ampc_gemm_args *g);
+
+/* groups == 1; every tensor contiguous. */
+typedef struct {
+    int64_t n, c, h, w;     /* input x (N, C, H, W) */
+    int64_t oc, kh, kw;     /* weight (OC, C, KH, KW) */
+    int64_t oh, ow;         /* output y (N, OC, OH, OW) */
+    int64_t sh, sw;         /* stride */
+    int64_t ph, pw;         /* zero padding */
+    int64_t dh, dw;         /* dilation */
+} ampc_conv2d_shape;
+
+/* x, w, bias (OC) or NULL -> y = conv(x, w) + bias [relu]; returns 0 or
+ * AMPC_LINALG_NOMEM, as the two below. */
+typedef int (*ampc_conv2d_fwd_fn)(const ampc_conv2d_shape *s, ampc_dtype dt,
+                                  const void *x, const void *w,
+                                  const void *bias, int relu, void *y);
+/* dy (N, OC, OH, OW), w -> dx (N, C, H, W) */
+typedef int (*ampc_conv2d_bwd_input_fn)(const ampc_conv2d_shape *s,
+                                        ampc_dtype dt, const void *dy,
+                                        const void *w, void *dx);
+/* dy, x -> dw (OC, C, KH, KW) and db (OC), each NULL when not wanted;
+ * summed over the batch in float32 and rounded once. */
+typedef int (*ampc_conv2d_bwd_weight_fn)(const ampc_conv2d_shape *s,
+                                         ampc_dtype dt, const void *dy,
+                                         const void *x, void *dw, void *db);
+
+typedef enum {
+    AMPC_PEAK_FMA = 0,      /* float32 multiply-adds at the level's width */
+    AMPC_PEAK_BF16_DOT      /* AVX512_BF16 vdpbf16ps pair dot products */
+} ampc_peak_kind;
+
+/* Runs independent multiply-add chains on nthreads threads (0: all) for
+ * about `seconds`: the FLOP/s measured (each thread timed by its CPU
+ * clock, then summed), or 0 when the level lacks `kind`. */
+typedef double (*ampc_peak_flops_fn)(ampc_peak_kind kind, double seconds,
+                                     int nthreads);
+
+// ----------------------------------------------------------------------------
+// NN kernels and fused optimizer steps (csrc/cpu/*/{relu,pool,softmax,loss,
+// dropout,optim}.c, bodies in csrc/cpu/nn_loops.h; Python side in
+// csrc/nn_ops.c and csrc/optim_ops.c)
+//
+// Every tensor is contiguous.  These kernels are called outside any parallel
+// region and split their work over threads themselves; the results do not
+// depend on the number of threads.  Float16 and bfloat16 are widened at
+// load, computed in float32 and rounded once (RNE) at store.
+
+/* Status of the kernels that can fail. */
+typedef enum {
+    AMPC_NN_OK = 0,
+    AMPC_NN_BAD_INDEX = 1,      /* an index outside its plane (skipped) */
+    AMPC_NN_NO_MEMORY = 2       /* scratch memory could not be had */
+} ampc_nn_status;
+
+/* grad_in (n) = out <= 0 ? 0 : grad_out, with out the relu's output (a NaN
+ * passes the gradient, as torch's threshold_backward lets it). */
+typedef void (*ampc_relu_bwd_fn)(ampc_dtype dt, int64_t n,
+                                 const void *grad_out, const void *out,
+                                 void *grad_in);
+
+/* max_pool2d over planes = N * C planes of H x W; the window is KH x KW
+ * with stride, implicit -inf padding and dilation; output OH x OW. */
+typedef struct {
+    int64_t planes, h, w, oh, ow;
+    int64_t kh, kw, sh, sw, ph, pw, dh, dw;
+} ampc_pool2d_shape;
+
+/* x (planes, H, W) -> y (planes, OH, OW) and idx (planes, OH, OW), the flat
+ * index of each window's max in its H*W plane: torch's rule (a NaN wins, a
+ * tie keeps the first). */
+typedef void (*ampc_max_pool2d_fwd_fn)(const ampc_pool2d_shape *s,
+                                       ampc_dtype dt, const void *x, void *y,
+                                       int64_t *idx);
+/* grad_out (planes, OH, OW), idx -> grad_in (planes, H, W), overwritten
+ * with the gradients summed at their indices (float32 sums); an index
+ * outside [0, H*W) is skipped.  Reads only planes, h, w, oh, ow of s.
+ * Returns an ampc_nn_status. */
+typedef int (*ampc_max_pool2d_bwd_fn)(const ampc_pool2d_shape *s,
+                                      ampc_dtype dt, const void *grad_out,
+                                      const int64_t *idx, void *grad_in);
+
+/* x (outer, R, inner) of dtype xdt -> y of dtype ydt: softmax (log == 0) or
+ * log_softmax (log == 1) over R >= 1, max-subtracted. */
+typedef void (*ampc_softmax_fwd_fn)(int log, ampc_dtype xdt, ampc_dtype ydt,
+                                    int64_t outer, int64_t r, int64_t inner,
+                                    const void *x, void *y);
+/* grad_y, y (outer, R, inner) -> grad_x: softmax y * (gy - sum(gy * y)),
+ * log_softmax gy - exp(y) * sum(gy), sums over R. */
+typedef void (*ampc_softmax_bwd_fn)(int log, ampc_dtype dt, int64_t outer,
+                                    int64_t r, int64_t inner,
+                                    const void *grad_y, const void *y,
+                                    void *grad_x);
+
+/* Class-index losses over N rows of C classes: target (N) holds classes in
+ * [0, C) or ignore_index (checked by the caller); weight (C) is float32 or
+ * NULL for all ones; row outputs are doubles, 0 for ignored rows. */
+typedef struct {
+    int64_t n, c;
+    int64_t ignore_index;
+    double label_smoothing;     /* cross_entropy only */
+} ampc_class_loss_shape;
+
+/* logp (N, C) -> row_loss = -w[t] * logp[t], row_weight = w[t] */
+typedef void (*ampc_nll_fwd_fn)(const ampc_class_loss_shape *s, ampc_dtype dt,
+                                const void *logp, const int64_t *target,
+                                const float *weight, double *row_loss,
+                                double *row_weight);
+/* -> grad (N, C): 0 except grad[i, t_i] = -row_scale[i] * w[t_i] */
+typedef void (*ampc_nll_bwd_fn)(const ampc_class_loss_shape *s, ampc_dtype dt,
+                                const int64_t *target, const float *weight,
+                                const float *row_scale, void *grad);
+/* logits (N, C) -> logp (N, C) = log_softmax(logits) and, with
+ * ls = label_smoothing, row_loss = (1 - ls) * w[t] * -logp[t]
+ * + ls / C * sum_k w[k] * -logp[k], row_weight = w[t] (one pass per row) */
+typedef void (*ampc_xent_fwd_fn)(const ampc_class_loss_shape *s,
+                                 ampc_dtype dt, const void *logits,
+                                 const int64_t *target, const float *weight,
+                                 void *logp, double *row_loss,
+                                 double *row_weight);
+/* logp (N, C) -> grad (N, C) of row_scale[i] * row_loss[i] with respect to
+ * the logits: row_scale[i] * (exp(logp) * A_i - a_ik), a_ik the
+ * coefficient of -logp[k] in row_loss[i] and A_i their sum. */
+typedef void (*ampc_xent_bwd_fn)(const ampc_class_loss_shape *s,
+                                 ampc_dtype dt, const void *logp,
+                                 const int64_t *target, const float *weight,
+                                 const float *row_scale, void *grad);
+
+/* Elements per partial sum of the mse_loss kernel. */
+#define AMPC_LOSS_CHUNK 16384
+
+/* x, t (n) -> out (n) = (x - t)^2 when out is not NULL, else partial[k]
+ * (k < ceil(n / AMPC_LOSS_CHUNK)) = the sum of (x - t)^2 over chunk k. */
+typedef void (*ampc_mse_fwd_fn)(ampc_dtype dt, int64_t n, const void *x,
+                                const void *t, void *out, double *partial);
+/* grad_x (n) = (scale * (x - t)) * grad, grad (n) or NULL for ones */
+typedef void (*ampc_mse_bwd_fn)(ampc_dtype dt, int64_t n, const void *x,
+                                const void *t, const void *grad, float scale,
+                                void *grad_x);
+
+/* y (n) = (x * mask) * scale, mask bool: dropout and its backward */
+typedef void (*ampc_masked_scale_fn)(ampc_dtype dt, int64_t n, const void *x,
+                                     const uint8_t *mask, float scale,
+                                     void *y);
+
+/* torch.optim.SGD's step; the constants are rounded to float32 as torch's
+ * CPU kernels take them. */
+typedef struct {
+    float lr, momentum, one_minus_dampening, weight_decay;
+    int nesterov, maximize;
+    int first_step;             /* the buffer is set to the gradient */
+} ampc_sgd_args;
+
+/* param, grad, momentum_buffer (n) (NULL when momentum == 0), one pass */
+typedef void (*ampc_sgd_step_fn)(const ampc_sgd_args *a, ampc_dtype dt,
+                                 int64_t n, void *param, const void *grad,
+                                 void *momentum_buffer);
+
+/* torch.optim.Adam's step (AdamW when decoupled), with its bias
+ * corrections for this step folded into neg_step_size = -lr / (1 -
+ * beta1^step) and bias_correction2_sqrt = sqrt(1 - beta2^step). */
+typedef struct {
+    float one_minus_beta1, beta2, one_minus_beta2, eps, weight_decay;
+    float decay;                /* 1 - lr * weight_decay (decoupled) */
+    float neg_step_size, bias_correction2_sqrt;
+    int maximize, decoupled;
+} ampc_adam_args;
+
+/* param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq (n) (NULL unless
+ * amsgrad), one pass */
+typedef void (*ampc_adam_step_fn)(const ampc_adam_args *a, ampc_dtype dt,
+                                  int64_t n, void *param, const void *grad,
+                                  void *exp_avg, void *exp_avg_sq,
+                                  void *max_exp_avg_sq);
+
+// ----------------------------------------------------------------------------
 // the kernel table: one slot per line of ops.def
 
 typedef struct {

@@ -8,8 +8,17 @@
  *   ops.c               raw element-wise, reduction, creation and random ops
  *   numpy_interop.c     from_numpy, numpy(), tensor_from_array, bits helpers
  *   dispatch.c          the CPU kernel table, chosen once at import
+ *   linalg_ops.c        linear, matmul, conv2d and their backward passes
+ *   nn_ops.c            relu_backward, max_pool2d, softmax, the losses,
+ *                       dropout, each with its backward
+ *   optim_ops.c         the fused SGD and Adam/AdamW steps
+ *   amp_ops.c           the fused AMP unscale-and-check, scale update and
+ *                       gradient norm (clip_grad_norm_)
+ *   grad_scaler.c       the GradScaler type and the OptState enum
  */
 #include "ampc.h"
+
+#include <omp.h>
 
 #ifdef AMPC_WITH_CUDA
 #include "../cuda/ampc_cuda.h"
@@ -158,6 +167,30 @@ mod_cpu_features(PyObject *module, PyObject *unused)
 }
 
 static PyObject *
+mod_set_num_threads(PyObject *module, PyObject *arg)
+{
+    long n = PyLong_AsLong(arg);
+    if (n == -1 && PyErr_Occurred()) {
+        return NULL;
+    }
+    if (n < 1) {
+        PyErr_Format(PyExc_ValueError,
+                     "set_num_threads(): expected a positive number of "
+                     "threads, got %ld",
+                     n);
+        return NULL;
+    }
+    omp_set_num_threads((int)n);
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+mod_get_num_threads(PyObject *module, PyObject *unused)
+{
+    return PyLong_FromLong(omp_get_max_threads());
+}
+
+static PyObject *
 mod_cuda_is_built(PyObject *module, PyObject *unused)
 {
     return PyBool_FromLong(ampc_cuda_built());
@@ -183,6 +216,10 @@ static PyMethodDef module_methods[] = {
     {"kernel_slots", mod_kernel_slots, METH_NOARGS, "all kernel slot names"},
     {"cpu_features", mod_cpu_features, METH_NOARGS,
      "the CPU features ampc checks, name -> bool"},
+    {"set_num_threads", mod_set_num_threads, METH_O,
+     "set_num_threads(n): the threads CPU kernels use (OpenMP)"},
+    {"get_num_threads", mod_get_num_threads, METH_NOARGS,
+     "the threads CPU kernels use"},
     {"cuda_is_built", mod_cuda_is_built, METH_NOARGS,
      "True when ampc was compiled with CUDA"},
     {"cuda_device_count", mod_cuda_device_count, METH_NOARGS,
@@ -194,15 +231,28 @@ static PyMethodDef module_methods[] = {
 // module definition
 
 extern PyMethodDef ampc_ops_methods[];
+extern PyMethodDef ampc_elementwise_methods[];
+extern PyMethodDef ampc_reduce_methods[];
+extern PyMethodDef ampc_random_methods[];
 extern PyMethodDef ampc_numpy_functions[];
+extern PyMethodDef ampc_linalg_methods[];
+extern PyMethodDef ampc_nn_methods[];
+extern PyMethodDef ampc_optim_methods[];
+extern PyMethodDef ampc_amp_methods[];
+extern PyMethodDef ampc_autocast_functions[];
 
-static PyMethodDef all_functions[64];
+static PyMethodDef all_functions[128];
 
 static int
 join_functions(void)
 {
     const PyMethodDef *tables[] = {module_methods, ampc_ops_methods,
-                                   ampc_numpy_functions};
+                                   ampc_elementwise_methods,
+                                   ampc_reduce_methods, ampc_random_methods,
+                                   ampc_numpy_functions,
+                                   ampc_linalg_methods, ampc_nn_methods,
+                                   ampc_optim_methods, ampc_amp_methods,
+                                   ampc_autocast_functions};
     size_t n = 0;
     for (size_t t = 0; t < sizeof(tables) / sizeof(tables[0]); t++) {
         for (const PyMethodDef *m = tables[t]; m->ml_name != NULL; m++) {
@@ -241,6 +291,12 @@ ampc_exec(PyObject *module)
         return -1;
     }
     if (ampc_dispatch_init() < 0) {
+        return -1;
+    }
+    if (ampc_grad_scaler_init(module) < 0) {
+        return -1;
+    }
+    if (ampc_autocast_init(module) < 0) {
         return -1;
     }
     return 0;

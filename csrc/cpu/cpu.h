@@ -123,4 +123,214 @@ void ampc_random_ref(ampc_random_kind kind, ampc_dtype dt, int64_t n,
 void ampc_arange_ref(ampc_dtype dt, int64_t n, void *out, double start,
                      double step);
 
+// ----------------------------------------------------------------------------
+// AMP parts
+//
+// cpu/ref/amp.c owns the OpenMP split of a tensor list (the combined element
+// range for the unscale, fixed-size pieces for the norm, so that its sums do
+// not depend on the thread count) and calls these per-level parts on runs.
+
+typedef struct {
+    /* x: n contiguous elements of dt, x <- x * inv_scale unless inv_scale
+     * is 1; returns nonzero when an input element is inf or NaN; adds to
+     * *c when c is not NULL. */
+    int (*unscale)(ampc_dtype dt, void *x, int64_t n, float inv_scale,
+                   ampc_amp_counts *c);
+    /* x: n > 0 contiguous elements of dt -> their accumulator for norm p
+     * (as ampc_grad_norm_fn), in double. */
+    double (*norm)(ampc_dtype dt, const void *x, int64_t n, double p);
+} ampc_amp_parts;
+
+void ampc_amp_unscale_run(const ampc_amp_parts *parts,
+                          const ampc_tensor_list *l, float inv_scale,
+                          float *found_inf, ampc_amp_counts *counts);
+void ampc_grad_norm_run(const ampc_amp_parts *parts,
+                        const ampc_tensor_list *l, double p, double *acc);
+/* Folds two accumulators of norm p (ref/amp.c, shared by the levels). */
+double ampc_norm_fold(double p, double a, double b);
+/* The portable parts (ref/amp.c); the SIMD levels run their tails and
+ * their less common norms through them. */
+int ampc_amp_unscale_scalar(ampc_dtype dt, void *x, int64_t n,
+                            float inv_scale, ampc_amp_counts *c);
+double ampc_norm_scalar(ampc_dtype dt, const void *x, int64_t n, double p);
+
+void ampc_amp_unscale_ref(const ampc_tensor_list *l, float inv_scale,
+                          float *found_inf, ampc_amp_counts *counts);
+void ampc_amp_unscale_avx2(const ampc_tensor_list *l, float inv_scale,
+                           float *found_inf, ampc_amp_counts *counts);
+void ampc_amp_unscale_avx512(const ampc_tensor_list *l, float inv_scale,
+                             float *found_inf, ampc_amp_counts *counts);
+void ampc_grad_norm_ref(const ampc_tensor_list *l, double p, double *acc);
+void ampc_grad_norm_avx2(const ampc_tensor_list *l, double p, double *acc);
+void ampc_grad_norm_avx512(const ampc_tensor_list *l, double p,
+                           double *acc);
+/* Only ref implements it: one scalar, no SIMD to gain. */
+void ampc_amp_update_scale_ref(float *scale, int64_t *tracker,
+                               const float *found_inf, double growth_factor,
+                               double backoff_factor,
+                               int64_t growth_interval);
+
+// ----------------------------------------------------------------------------
+// linear algebra: GEMM, conv2d and the peak-FLOP loops (cpu/*/gemm.c,
+// cpu/ref/conv2d.c; the shared driver and parts are in cpu/gemm.h)
+
+int ampc_gemm_ref(const ampc_gemm_args *g);
+int ampc_gemm_avx2(const ampc_gemm_args *g);
+int ampc_gemm_avx512(const ampc_gemm_args *g);
+int ampc_conv2d_fwd_ref(const ampc_conv2d_shape *s, ampc_dtype dt,
+                        const void *x, const void *w, const void *bias,
+                        int relu, void *y);
+int ampc_conv2d_fwd_avx2(const ampc_conv2d_shape *s, ampc_dtype dt,
+                         const void *x, const void *w, const void *bias,
+                         int relu, void *y);
+int ampc_conv2d_fwd_avx512(const ampc_conv2d_shape *s, ampc_dtype dt,
+                           const void *x, const void *w, const void *bias,
+                           int relu, void *y);
+int ampc_conv2d_bwd_input_ref(const ampc_conv2d_shape *s, ampc_dtype dt,
+                              const void *dy, const void *w, void *dx);
+int ampc_conv2d_bwd_input_avx2(const ampc_conv2d_shape *s, ampc_dtype dt,
+                               const void *dy, const void *w, void *dx);
+int ampc_conv2d_bwd_input_avx512(const ampc_conv2d_shape *s, ampc_dtype dt,
+                                 const void *dy, const void *w, void *dx);
+int ampc_conv2d_bwd_weight_ref(const ampc_conv2d_shape *s, ampc_dtype dt,
+                               const void *dy, const void *x, void *dw,
+                               void *db);
+int ampc_conv2d_bwd_weight_avx2(const ampc_conv2d_shape *s, ampc_dtype dt,
+                                const void *dy, const void *x, void *dw,
+                                void *db);
+int ampc_conv2d_bwd_weight_avx512(const ampc_conv2d_shape *s, ampc_dtype dt,
+                                  const void *dy, const void *x, void *dw,
+                                  void *db);
+double ampc_peak_flops_ref(ampc_peak_kind kind, double seconds,
+                           int nthreads);
+double ampc_peak_flops_avx2(ampc_peak_kind kind, double seconds,
+                            int nthreads);
+double ampc_peak_flops_avx512(ampc_peak_kind kind, double seconds,
+                              int nthreads);
+
+// ----------------------------------------------------------------------------
+// NN kernels and optimizer steps (bodies: cpu/nn_loops.h)
+
+/* Computes the items [begin, end) of a kernel's work. */
+typedef void (*ampc_range_fn)(void *ctx, int64_t begin, int64_t end);
+
+/* Runs fn on [0, n) split into contiguous ranges of at least `grain` items,
+ * one per thread, in parallel when there is more than one (ref/parallel.c).
+ * Inside a parallel region it runs fn once on everything (no nesting). */
+void ampc_parallel_for(int64_t n, int64_t grain, ampc_range_fn fn,
+                       void *ctx);
+
+void ampc_relu_bwd_ref(ampc_dtype dt, int64_t n, const void *grad_out,
+                       const void *out, void *grad_in);
+void ampc_max_pool2d_fwd_ref(const ampc_pool2d_shape *s, ampc_dtype dt,
+                             const void *x, void *y, int64_t *idx);
+int ampc_max_pool2d_bwd_ref(const ampc_pool2d_shape *s, ampc_dtype dt,
+                            const void *grad_out, const int64_t *idx,
+                            void *grad_in);
+void ampc_softmax_fwd_ref(int log, ampc_dtype xdt, ampc_dtype ydt,
+                          int64_t outer, int64_t r, int64_t inner,
+                          const void *x, void *y);
+void ampc_softmax_bwd_ref(int log, ampc_dtype dt, int64_t outer, int64_t r,
+                          int64_t inner, const void *grad_y, const void *y,
+                          void *grad_x);
+void ampc_cross_entropy_fwd_ref(const ampc_class_loss_shape *s,
+                                ampc_dtype dt, const void *logits,
+                                const int64_t *target, const float *weight,
+                                void *logp, double *row_loss,
+                                double *row_weight);
+void ampc_cross_entropy_bwd_ref(const ampc_class_loss_shape *s,
+                                ampc_dtype dt, const void *logp,
+                                const int64_t *target, const float *weight,
+                                const float *row_scale, void *grad);
+void ampc_mse_loss_fwd_ref(ampc_dtype dt, int64_t n, const void *x,
+                           const void *t, void *out, double *partial);
+void ampc_mse_loss_bwd_ref(ampc_dtype dt, int64_t n, const void *x,
+                           const void *t, const void *grad, float scale,
+                           void *grad_x);
+void ampc_masked_scale_ref(ampc_dtype dt, int64_t n, const void *x,
+                           const uint8_t *mask, float scale, void *y);
+void ampc_sgd_step_ref(const ampc_sgd_args *a, ampc_dtype dt, int64_t n,
+                       void *param, const void *grad, void *momentum_buffer);
+void ampc_adam_step_ref(const ampc_adam_args *a, ampc_dtype dt, int64_t n,
+                        void *param, const void *grad, void *exp_avg,
+                        void *exp_avg_sq, void *max_exp_avg_sq);
+/* Only ref implements these: they touch one element per row. */
+void ampc_nll_loss_fwd_ref(const ampc_class_loss_shape *s, ampc_dtype dt,
+                           const void *logp, const int64_t *target,
+                           const float *weight, double *row_loss,
+                           double *row_weight);
+void ampc_nll_loss_bwd_ref(const ampc_class_loss_shape *s, ampc_dtype dt,
+                           const int64_t *target, const float *weight,
+                           const float *row_scale, void *grad);
+
+void ampc_relu_bwd_avx2(ampc_dtype dt, int64_t n, const void *grad_out,
+                        const void *out, void *grad_in);
+void ampc_max_pool2d_fwd_avx2(const ampc_pool2d_shape *s, ampc_dtype dt,
+                              const void *x, void *y, int64_t *idx);
+int ampc_max_pool2d_bwd_avx2(const ampc_pool2d_shape *s, ampc_dtype dt,
+                             const void *grad_out, const int64_t *idx,
+                             void *grad_in);
+void ampc_softmax_fwd_avx2(int log, ampc_dtype xdt, ampc_dtype ydt,
+                           int64_t outer, int64_t r, int64_t inner,
+                           const void *x, void *y);
+void ampc_softmax_bwd_avx2(int log, ampc_dtype dt, int64_t outer, int64_t r,
+                           int64_t inner, const void *grad_y, const void *y,
+                           void *grad_x);
+void ampc_cross_entropy_fwd_avx2(const ampc_class_loss_shape *s, ampc_dtype dt,
+                                 const void *logits, const int64_t *target,
+                                 const float *weight, void *logp,
+                                 double *row_loss, double *row_weight);
+void ampc_cross_entropy_bwd_avx2(const ampc_class_loss_shape *s, ampc_dtype dt,
+                                 const void *logp, const int64_t *target,
+                                 const float *weight, const float *row_scale,
+                                 void *grad);
+void ampc_mse_loss_fwd_avx2(ampc_dtype dt, int64_t n, const void *x,
+                            const void *t, void *out, double *partial);
+void ampc_mse_loss_bwd_avx2(ampc_dtype dt, int64_t n, const void *x,
+                            const void *t, const void *grad, float scale,
+                            void *grad_x);
+void ampc_masked_scale_avx2(ampc_dtype dt, int64_t n, const void *x,
+                            const uint8_t *mask, float scale, void *y);
+void ampc_sgd_step_avx2(const ampc_sgd_args *a, ampc_dtype dt, int64_t n,
+                        void *param, const void *grad, void *momentum_buffer);
+void ampc_adam_step_avx2(const ampc_adam_args *a, ampc_dtype dt, int64_t n,
+                         void *param, const void *grad, void *exp_avg,
+                         void *exp_avg_sq, void *max_exp_avg_sq);
+
+void ampc_relu_bwd_avx512(ampc_dtype dt, int64_t n, const void *grad_out,
+                          const void *out, void *grad_in);
+void ampc_max_pool2d_fwd_avx512(const ampc_pool2d_shape *s, ampc_dtype dt,
+                                const void *x, void *y, int64_t *idx);
+int ampc_max_pool2d_bwd_avx512(const ampc_pool2d_shape *s, ampc_dtype dt,
+                               const void *grad_out, const int64_t *idx,
+                               void *grad_in);
+void ampc_softmax_fwd_avx512(int log, ampc_dtype xdt, ampc_dtype ydt,
+                             int64_t outer, int64_t r, int64_t inner,
+                             const void *x, void *y);
+void ampc_softmax_bwd_avx512(int log, ampc_dtype dt, int64_t outer, int64_t r,
+                             int64_t inner, const void *grad_y, const void *y,
+                             void *grad_x);
+void ampc_cross_entropy_fwd_avx512(const ampc_class_loss_shape *s,
+                                   ampc_dtype dt, const void *logits,
+                                   const int64_t *target, const float *weight,
+                                   void *logp, double *row_loss,
+                                   double *row_weight);
+void ampc_cross_entropy_bwd_avx512(const ampc_class_loss_shape *s,
+                                   ampc_dtype dt, const void *logp,
+                                   const int64_t *target, const float *weight,
+                                   const float *row_scale, void *grad);
+void ampc_mse_loss_fwd_avx512(ampc_dtype dt, int64_t n, const void *x,
+                              const void *t, void *out, double *partial);
+void ampc_mse_loss_bwd_avx512(ampc_dtype dt, int64_t n, const void *x,
+                              const void *t, const void *grad, float scale,
+                              void *grad_x);
+void ampc_masked_scale_avx512(ampc_dtype dt, int64_t n, const void *x,
+                              const uint8_t *mask, float scale, void *y);
+void ampc_sgd_step_avx512(const ampc_sgd_args *a, ampc_dtype dt, int64_t n,
+                          void *param, const void *grad,
+                          void *momentum_buffer);
+void ampc_adam_step_avx512(const ampc_adam_args *a, ampc_dtype dt, int64_t n,
+                           void *param, const void *grad, void *exp_avg,
+                           void *exp_avg_sq, void *max_exp_avg_sq);
+
 #endif /* AMPC_CPU_CPU_H */

@@ -1,5 +1,6 @@
-/* register.c - points the slots that have an AVX-512 variant at it; random
- * and arange keep the portable kernels.  Does nothing off x86-64.
+/* register.c - points the slots that have an AVX-512 variant at it;
+ * random, arange, amp_update_scale and nll_loss keep the portable
+ * kernels.  Does nothing off x86-64.
  */
 #include "cpu/cpu.h"
 
@@ -17,6 +18,44 @@ ampc_register_cpu_avx512(ampc_kernel_table *t, const char **variant)
     variant[AMPC_SLOT_unary] = "avx512";
     t->reduce = ampc_reduce_avx512;
     variant[AMPC_SLOT_reduce] = "avx512";
+    t->amp_unscale = ampc_amp_unscale_avx512;
+    variant[AMPC_SLOT_amp_unscale] = "avx512";
+    t->grad_norm = ampc_grad_norm_avx512;
+    variant[AMPC_SLOT_grad_norm] = "avx512";
+    t->gemm = ampc_gemm_avx512;
+    variant[AMPC_SLOT_gemm] = "avx512";
+    t->conv2d_fwd = ampc_conv2d_fwd_avx512;
+    variant[AMPC_SLOT_conv2d_fwd] = "avx512";
+    t->conv2d_bwd_input = ampc_conv2d_bwd_input_avx512;
+    variant[AMPC_SLOT_conv2d_bwd_input] = "avx512";
+    t->conv2d_bwd_weight = ampc_conv2d_bwd_weight_avx512;
+    variant[AMPC_SLOT_conv2d_bwd_weight] = "avx512";
+    t->peak_flops = ampc_peak_flops_avx512;
+    variant[AMPC_SLOT_peak_flops] = "avx512";
+    t->relu_bwd = ampc_relu_bwd_avx512;
+    variant[AMPC_SLOT_relu_bwd] = "avx512";
+    t->max_pool2d_fwd = ampc_max_pool2d_fwd_avx512;
+    variant[AMPC_SLOT_max_pool2d_fwd] = "avx512";
+    t->max_pool2d_bwd = ampc_max_pool2d_bwd_avx512;
+    variant[AMPC_SLOT_max_pool2d_bwd] = "avx512";
+    t->softmax_fwd = ampc_softmax_fwd_avx512;
+    variant[AMPC_SLOT_softmax_fwd] = "avx512";
+    t->softmax_bwd = ampc_softmax_bwd_avx512;
+    variant[AMPC_SLOT_softmax_bwd] = "avx512";
+    t->cross_entropy_fwd = ampc_cross_entropy_fwd_avx512;
+    variant[AMPC_SLOT_cross_entropy_fwd] = "avx512";
+    t->cross_entropy_bwd = ampc_cross_entropy_bwd_avx512;
+    variant[AMPC_SLOT_cross_entropy_bwd] = "avx512";
+    t->mse_loss_fwd = ampc_mse_loss_fwd_avx512;
+    variant[AMPC_SLOT_mse_loss_fwd] = "avx512";
+    t->mse_loss_bwd = ampc_mse_loss_bwd_avx512;
+    variant[AMPC_SLOT_mse_loss_bwd] = "avx512";
+    t->masked_scale = ampc_masked_scale_avx512;
+    variant[AMPC_SLOT_masked_scale] = "avx512";
+    t->sgd_step = ampc_sgd_step_avx512;
+    variant[AMPC_SLOT_sgd_step] = "avx512";
+    t->adam_step = ampc_adam_step_avx512;
+    variant[AMPC_SLOT_adam_step] = "avx512";
 #else
     (void)t;
     (void)variant;

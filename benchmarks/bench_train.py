@@ -1,0 +1,400 @@
+"""Training throughput of the lab's SimpleCNN on the CPU, beside torch.
+
+Sections (each a function of the parsed arguments, run in order by
+``main``; ``--sections`` picks some):
+
+* ``section_peak``: the machine's float32 peak, measured by ampc's FMA loop
+  (``_C._peak_flops``) on one thread and on all, and the AVX512_BF16
+  dot-product rate beside it.
+* ``section_gemm``: GEMM GFLOP/s per dtype at the lab's shapes (both linear
+  layers forward and both backward GEMMs at batch 256, each conv layer as a
+  GEMM over the batch) and at 1024^3, as a share of the measured peak and
+  beside torch's same op.
+* ``section_conv``: conv2d forward and backward of the lab's two layers at
+  batch 256, beside torch's convolution and convolution_backward.
+* ``section_train_step``: one full training step of the lab's SimpleCNN
+  (forward, cross-entropy, backward, SGD with momentum) at the lab's batch
+  of 256 32x32 images, in float32, float16 (``model.half()``) and bfloat16
+  (``model.bfloat16()``), beside CPU torch doing the same work in the same
+  process.  First checks that ampc's and torch's models with the same
+  weights give the same loss on the same batch.
+
+Not a test: run it by hand.
+
+    python benchmarks/bench_train.py [--batch 256] [--repeat 5]
+        [--sections peak,gemm,conv,train_step] [--cpu-clock]
+
+Every result is checked against torch (or float64 NumPy without torch)
+before it is timed; times are the best of ``--repeat`` runs.
+"""
+import argparse
+import statistics
+import time
+
+import numpy as np
+
+import ampc
+import ampc.nn as nn
+import ampc.optim as optim
+
+try:
+    import torch
+except ImportError:  # torch is optional: its columns are left out
+    torch = None
+
+
+def timed(fn, repeat, budget_s=20.0):
+    """(best, median) seconds of fn() over ``repeat`` runs after one
+    warm-up run, stopping early once ``budget_s`` is spent."""
+    fn()
+    times = []
+    start = time.perf_counter()
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+        if time.perf_counter() - start > budget_s:
+            break
+    return min(times), statistics.median(times)
+
+
+# ----------------------------------------------------------------------------
+# peak, GEMM and conv2d
+
+C = ampc._C
+DTYPES = ("float32", "float16", "bfloat16")
+# tolerance of a K-term float32-accumulated result rounded to each dtype,
+# relative to the result's largest value (as tests/test_linalg.py)
+TOL = {"float32": 1e-4, "float16": 4e-3, "bfloat16": 3e-2}
+
+
+def peak_flops(nthreads=0):
+    """Measured float32 FMA FLOP/s at ampc's CPU level (0: all threads),
+    each thread timed by its own CPU clock."""
+    return C._peak_flops(0.3, "fma", nthreads)
+
+
+def best_time(fn, args):
+    """Best seconds of fn() over ``args.repeat`` runs after a warm-up: wall
+    time, or with --cpu-clock the calling thread's CPU time (both libraries
+    then run on one thread, so the figure ignores other jobs' load)."""
+    clock = time.thread_time if args.cpu_clock else time.perf_counter
+    fn()
+    best = float("inf")
+    for _ in range(args.repeat):
+        t0 = clock()
+        fn()
+        best = min(best, clock() - t0)
+    return best
+
+
+def section_peak(args):
+    print("\npeak (measured: independent multiply-add chains in C, each "
+          "thread timed by its CPU clock)")
+    one, every = peak_flops(1), peak_flops(0)
+    bf1, bfall = C._peak_flops(0.3, "bf16_dot", 1), C._peak_flops(
+        0.3, "bf16_dot", 0)
+    print(f"{'':<24}{'1 thread':>12}{'all threads':>14}")
+    print(f"{'float32 FMA GFLOP/s':<24}{one / 1e9:>12.1f}{every / 1e9:>14.1f}")
+    if bfall > 0:
+        print(f"{'bf16 vdpbf16ps GFLOP/s':<24}{bf1 / 1e9:>12.1f}"
+              f"{bfall / 1e9:>14.1f}")
+    args.peak = one if args.cpu_clock else every
+
+
+def ampc_array(t):
+    return np.asarray(t.float().numpy(), dtype=np.float64)
+
+
+def torch_array(t):
+    return t.detach().to(torch.float64).numpy()
+
+
+def check(name, got, want, dtype):
+    """Stops the benchmark when ampc's result is not torch's (or NumPy's)
+    within the dtype's tolerance."""
+    err = np.max(np.abs(got - want), initial=0.0)
+    scale = max(1.0, np.max(np.abs(want), initial=0.0))
+    if not err <= TOL[dtype] * scale:
+        raise SystemExit(f"validation failed: {name} {dtype}: max error "
+                         f"{err:.3g} (scale {scale:.3g})")
+
+
+def gemm_cases(batch):
+    """(label, flops, shapes, ampc fn, torch fn) of the lab's GEMMs: fn
+    takes the operands (float values made by the caller)."""
+    b = batch
+    return [
+        ("fc1 fwd  x W^T", 2 * b * 4096 * 512, [(b, 4096), (512, 4096)],
+         lambda x, w: C.linear(x, w), lambda x, w: torch.nn.functional
+         .linear(x, w)),
+        ("fc1 dX   dY W", 2 * b * 512 * 4096, [(b, 512), (512, 4096)],
+         C.matmul, torch.matmul),
+        ("fc1 dW   dY^T X", 2 * 512 * b * 4096, [(b, 512), (b, 4096)],
+         lambda d, x: C.matmul(d.transpose(0, 1), x),
+         lambda d, x: torch.matmul(d.t(), x)),
+        ("fc2 fwd  x W^T", 2 * b * 512 * 10, [(b, 512), (10, 512)],
+         lambda x, w: C.linear(x, w), lambda x, w: torch.nn.functional
+         .linear(x, w)),
+        ("fc2 dX   dY W", 2 * b * 10 * 512, [(b, 10), (10, 512)],
+         C.matmul, torch.matmul),
+        ("fc2 dW   dY^T X", 2 * 10 * b * 512, [(b, 10), (b, 512)],
+         lambda d, x: C.matmul(d.transpose(0, 1), x),
+         lambda d, x: torch.matmul(d.t(), x)),
+        ("conv1 W col x256", 2 * b * 32 * 27 * 1024,
+         [(32, 27), (b, 27, 1024)], C.matmul, torch.matmul),
+        ("conv2 W col x256", 2 * b * 64 * 288 * 256,
+         [(64, 288), (b, 288, 256)], C.matmul, torch.matmul),
+        ("1024^3", 2 * 1024 ** 3, [(1024, 1024), (1024, 1024)],
+         C.matmul, torch.matmul),
+    ]
+
+
+def section_gemm(args):
+    peak = getattr(args, "peak", None) or peak_flops(1 if args.cpu_clock
+                                                     else 0)
+    rng = np.random.default_rng(0)
+    print(f"\nGEMM, batch {args.batch}: GFLOP/s, % of the measured float32 "
+          f"peak ({peak / 1e9:.0f} GFLOP/s; float16/bfloat16 are widened "
+          "to float32 while packing)")
+    head = f"{'op':<18}{'dtype':<10}{'ampc ms':>9}{'GFLOP/s':>9}{'peak':>6}"
+    if torch is not None:
+        head += f"{'torch ms':>10}{'GFLOP/s':>9}{'torch/ampc':>12}"
+    print(head)
+    for label, flops, shapes, fn, tfn in gemm_cases(args.batch):
+        vals = [rng.uniform(-1, 1, s).astype(np.float32) for s in shapes]
+        for name in DTYPES:
+            ops = [ampc.tensor(v).to(getattr(ampc, name)) for v in vals]
+            got = ampc_array(fn(*ops))
+            if torch is not None:
+                tops = [torch.from_numpy(v).to(getattr(torch, name))
+                        for v in vals]
+                check(label, got, torch_array(tfn(*tops)), name)
+            else:
+                f64 = [ampc_array(o) for o in ops]
+                want = (f64[0] @ f64[1].T if "W^T" in label else
+                        f64[0].T @ f64[1] if "^T X" in label else
+                        f64[0] @ f64[1])
+                check(label, got, want, name)
+            best = best_time(lambda: fn(*ops), args)
+            row = (f"{label:<18}{name:<10}{best * 1e3:>9.2f}"
+                   f"{flops / best / 1e9:>9.0f}{flops / best / peak:>6.0%}")
+            if torch is not None:
+                tbest = best_time(lambda: tfn(*tops), args)
+                row += (f"{tbest * 1e3:>10.2f}{flops / tbest / 1e9:>9.0f}"
+                        f"{tbest / best:>11.2f}x")
+            print(row, flush=True)
+
+
+CONV_LAYERS = [("conv1", 3, 32, 32, (False, True, True)),
+               ("conv2", 32, 64, 16, (True, True, True))]
+
+
+def section_conv(args):
+    rng = np.random.default_rng(0)
+    b = args.batch
+    print(f"\nconv2d 3x3 pad 1, batch {b}: forward (with bias) and "
+          "backward (the gradients training needs)")
+    head = f"{'layer':<16}{'dtype':<10}{'ampc ms':>9}{'GFLOP/s':>9}"
+    if torch is not None:
+        head += f"{'torch ms':>10}{'GFLOP/s':>9}{'torch/ampc':>12}"
+    print(head)
+    for layer, c, oc, hw, needs in CONV_LAYERS:
+        x = rng.uniform(-1, 1, (b, c, hw, hw)).astype(np.float32)
+        w = rng.uniform(-0.2, 0.2, (oc, c, 3, 3)).astype(np.float32)
+        bias = rng.uniform(-0.2, 0.2, (oc,)).astype(np.float32)
+        g = rng.uniform(-1, 1, (b, oc, hw, hw)).astype(np.float32)
+        flops = 2.0 * b * oc * hw * hw * c * 9
+        for name in DTYPES:
+            ax, aw, ab, ag = (ampc.tensor(v).to(getattr(ampc, name))
+                              for v in (x, w, bias, g))
+
+            def fwd():
+                return C.conv2d(ax, aw, ab, 1, 1, 1)
+
+            def bwd():
+                return C.conv2d_backward(ag, ax, aw, 1, 1, 1, needs)
+
+            runs = [("fwd", fwd, flops), ("bwd", bwd, flops * sum(needs[:2]))]
+            tx = tw = tb = tg = None
+            if torch is not None:
+                tdt = getattr(torch, name)
+                tx, tw, tb, tg = (torch.from_numpy(v).to(tdt)
+                                  for v in (x, w, bias, g))
+
+                def tfwd():
+                    return torch.nn.functional.conv2d(tx, tw, tb, padding=1)
+
+                def tbwd():
+                    return torch.ops.aten.convolution_backward(
+                        tg, tx, tw, [oc], [1, 1], [1, 1], [1, 1], False,
+                        [0, 0], 1, list(needs))
+
+                check(f"{layer} fwd", ampc_array(fwd()),
+                      torch_array(tfwd()), name)
+                for a, t in zip(bwd(), tbwd()):
+                    if a is not None:
+                        check(f"{layer} bwd", ampc_array(a), torch_array(t),
+                              name)
+            peers = (tfwd, tbwd) if torch is not None else (None, None)
+            for (kind, fn, fl), tfn in zip(runs, peers):
+                best = best_time(fn, args)
+                row = (f"{layer + ' ' + kind:<16}{name:<10}"
+                       f"{best * 1e3:>9.2f}{fl / best / 1e9:>9.0f}")
+                if tfn is not None:
+                    tbest = best_time(tfn, args)
+                    row += (f"{tbest * 1e3:>10.2f}{fl / tbest / 1e9:>9.0f}"
+                            f"{tbest / best:>11.2f}x")
+                print(row, flush=True)
+
+
+# ----------------------------------------------------------------------------
+# the training step
+
+
+def simple_cnn(lib_nn, flatten):
+    """The lab's SimpleCNN built from ``lib_nn`` (ampc.nn or torch.nn)."""
+
+    class SimpleCNN(lib_nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.features = lib_nn.Sequential(
+                lib_nn.Conv2d(3, 32, kernel_size=3, padding=1),
+                lib_nn.ReLU(),
+                lib_nn.MaxPool2d(kernel_size=2, stride=2),
+                lib_nn.Conv2d(32, 64, kernel_size=3, padding=1),
+                lib_nn.ReLU(),
+                lib_nn.MaxPool2d(kernel_size=2, stride=2),
+            )
+            self.classifier = lib_nn.Sequential(
+                lib_nn.Linear(64 * 8 * 8, 512),
+                lib_nn.ReLU(),
+                lib_nn.Linear(512, 10),
+            )
+
+        def forward(self, x):
+            x = self.features(x)
+            x = flatten(x, 1)
+            return self.classifier(x)
+
+    return SimpleCNN()
+
+
+def copy_weights(src, dst):
+    """ampc model -> torch model, parameter by parameter."""
+    with torch.no_grad():
+        for (n, p), (tn, tp) in zip(src.named_parameters(),
+                                    dst.named_parameters()):
+            assert n == tn, (n, tn)
+            tp.copy_(torch.from_numpy(p.detach().float().numpy()))
+
+
+def ampc_step_fn(model, x, y):
+    criterion = nn.CrossEntropyLoss()
+    opt = optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+
+    def step():
+        opt.zero_grad()
+        loss = criterion(model(x), y)
+        loss.backward()
+        opt.step()
+        return loss
+    return step
+
+
+def torch_step_fn(model, x, y):
+    criterion = torch.nn.CrossEntropyLoss()
+    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+
+    def step():
+        opt.zero_grad()
+        loss = criterion(model(x), y)
+        loss.backward()
+        opt.step()
+        return loss
+    return step
+
+
+def section_train_step(args):
+    batch = args.batch
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((batch, 3, 32, 32)).astype(np.float32)
+    y = rng.integers(0, 10, size=batch)
+    ampc.manual_seed(0)
+    base = simple_cnn(nn, ampc.flatten)
+    state = {k: v.clone() for k, v in base.state_dict().items()}
+
+    tbase = None
+    if torch is not None:
+        tbase = simple_cnn(torch.nn, torch.flatten)
+        copy_weights(base, tbase)
+        with torch.no_grad():
+            tl = torch.nn.CrossEntropyLoss()(tbase(torch.from_numpy(x)),
+                                             torch.from_numpy(y)).item()
+        with ampc.no_grad():
+            al = nn.CrossEntropyLoss()(base(ampc.tensor(x)),
+                                       ampc.tensor(y)).item()
+        if abs(al - tl) > 1e-4 * max(1.0, abs(tl)):
+            raise SystemExit(
+                f"validation failed: ampc loss {al!r} != torch loss {tl!r}")
+        print(f"validated: float32 loss on one batch, ampc {al:.6f}, "
+              f"torch {tl:.6f}")
+
+    print(f"\nSimpleCNN training step (forward + loss + backward + SGD "
+          f"momentum), batch {batch}, 3x32x32")
+    head = f"{'dtype':<10}{'ampc ms':>10}{'img/s':>9}"
+    if torch is not None:
+        head += f"{'torch ms':>11}{'img/s':>9}{'torch/ampc':>12}"
+    print(head)
+    for name in ("float32", "float16", "bfloat16"):
+        dt = getattr(ampc, name)
+        model = simple_cnn(nn, ampc.flatten)
+        model.load_state_dict(state)
+        model.to(dt)
+        step = ampc_step_fn(model, ampc.tensor(x).to(dt), ampc.tensor(y))
+        best, _ = timed(step, args.repeat)
+        row = f"{name:<10}{best * 1e3:>10.1f}{batch / best:>9.0f}"
+        if torch is not None:
+            tdt = getattr(torch, name)
+            tmodel = simple_cnn(torch.nn, torch.flatten)
+            tmodel.load_state_dict(tbase.state_dict())
+            tmodel.to(tdt)
+            tstep = torch_step_fn(tmodel, torch.from_numpy(x).to(tdt),
+                                  torch.from_numpy(y))
+            tbest, _ = timed(tstep, args.repeat)
+            row += (f"{tbest * 1e3:>11.1f}{batch / tbest:>9.0f}"
+                    f"{tbest / best:>11.2f}x")
+        print(row, flush=True)
+
+
+SECTIONS = {"peak": section_peak, "gemm": section_gemm, "conv": section_conv,
+            "train_step": section_train_step}
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--batch", type=int, default=256)
+    p.add_argument("--repeat", type=int, default=5)
+    p.add_argument("--sections", default=",".join(SECTIONS),
+                   help="comma-separated: " + ", ".join(SECTIONS))
+    p.add_argument("--cpu-clock", action="store_true",
+                   help="peak, gemm and conv on one thread each, timed by "
+                        "the thread's CPU clock (for a shared machine)")
+    args = p.parse_args()
+    if args.cpu_clock:
+        ampc.set_num_threads(1)
+        if torch is not None:
+            torch.set_num_threads(1)
+    print(f"ampc {ampc.__version__}, CPU level "
+          f"{ampc._C.cpu_capability()}"
+          + (f"; torch {torch.__version__}, {torch.get_num_threads()} "
+             "threads" if torch is not None else "; torch not installed"))
+    for name in args.sections.split(","):
+        if name not in SECTIONS:
+            p.error(f"unknown section {name!r}; the sections are "
+                    f"{', '.join(SECTIONS)}")
+        SECTIONS[name](args)
+
+
+if __name__ == "__main__":
+    main()

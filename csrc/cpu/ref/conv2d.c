@@ -1,0 +1,447 @@
+/* conv2d.c - 2-D convolution (groups = 1) lowered onto the level's GEMM
+ * parts, one image at a time: im2col + GEMM forward, GEMM + col2im for the
+ * input gradient, im2col + GEMM summed over the batch for the weight
+ * gradient.  Every level shares these drivers; a level's conv2d entry points
+ * pass its GEMM parts in.
+ *
+ * Why an explicit im2col rather than an implicit GEMM: one image's column
+ * matrix (27 x 1024 and 288 x 256 elements for the lab's layers) stays in
+ * L2, and the GEMM packs it with its fastest (contiguous-run) copy.
+ * Measured with perf on one core for the lab's second layer, the copy out
+ * of the zero-padded image costs about a fifth of the forward microkernel's
+ * time (it cost over half before the image was padded first, when each
+ * 16-element row carried its own bounds checks); packing straight from the
+ * image would save part of that fifth, at the price of convolution-aware
+ * packing in every level.
+ *
+ * Threads: a batch of at least as many images as threads is split by image
+ * (each GEMM single-threaded, no synchronisation); a smaller batch runs its
+ * images in turn with every thread inside each GEMM.  Weight and bias
+ * gradients are summed in float32 per thread, then across threads in a
+ * fixed order, and rounded once.
+ */
+#include <omp.h>
+#include <stdlib.h>
+
+#include "cpu/gemm.h"
+
+// ----------------------------------------------------------------------------
+// helpers
+
+/* A 1x1 kernel at stride 1 without padding: the image is its own column
+ * matrix, and the input gradient needs no col2im. */
+static int
+is_pointwise(const ampc_conv2d_shape *s)
+{
+    return s->kh == 1 && s->kw == 1 && s->sh == 1 && s->sw == 1 &&
+           s->ph == 0 && s->pw == 0;
+}
+
+/* The threads for the whole convolution, and whether to split by image. */
+static int
+conv_threads(const ampc_conv2d_shape *s, int *by_image)
+{
+    double flops = 2.0 * (double)s->n * (double)s->oc * (double)s->oh *
+                   (double)s->ow * (double)(s->c * s->kh * s->kw);
+    int nt = ampc_gemm_threads(flops, 0);
+    *by_image = nt > 1 && s->n >= nt;
+    return nt;
+}
+
+static int
+is_padded(const ampc_conv2d_shape *s)
+{
+    return s->ph != 0 || s->pw != 0;
+}
+
+static int64_t
+padded_size(const ampc_conv2d_shape *s)
+{
+    return s->c * (s->h + 2 * s->ph) * (s->w + 2 * s->pw);
+}
+
+/* x (C, H, W) -> xp (C, H + 2ph, W + 2pw): x inside a border of zeros. */
+static void
+pad_image(const ampc_conv2d_shape *s, size_t es, const char *x, char *xp)
+{
+    const int64_t wp = s->w + 2 * s->pw, e = (int64_t)es;
+    const size_t row = (size_t)(s->w * e), side = (size_t)(s->pw * e);
+    for (int64_t c = 0; c < s->c; c++) {
+        char *d = xp + c * (s->h + 2 * s->ph) * wp * e;
+        memset(d, 0, (size_t)(s->ph * wp * e));
+        d += s->ph * wp * e;
+        for (int64_t h = 0; h < s->h; h++, d += wp * e) {
+            memset(d, 0, side);
+            memcpy(d + side, x + (c * s->h + h) * s->w * e, row);
+            memset(d + side + row, 0, side);
+        }
+        memset(d, 0, (size_t)(s->ph * wp * e));
+    }
+}
+
+/* Image x with its zero padding (x itself without padding), in the
+ * thread's buffer; NULL when memory is short. */
+static const void *
+padded_image(const ampc_conv2d_shape *s, size_t es, const char *x)
+{
+    if (!is_padded(s)) {
+        return x;
+    }
+    void *buf = ampc_gemm_buffer(AMPC_BUF_IMG, (size_t)padded_size(s) * es);
+    if (buf != NULL) {
+        pad_image(s, es, x, buf);
+    }
+    return buf;
+}
+
+/* The column matrix of image x into the thread's buffer; NULL when memory
+ * is short. */
+static const void *
+image_columns(const ampc_gemm_parts *P, const ampc_conv2d_shape *s,
+              size_t es, const char *x)
+{
+    const int64_t k = s->c * s->kh * s->kw, ohw = s->oh * s->ow;
+    void *col = ampc_gemm_buffer(AMPC_BUF_COL, (size_t)(k * ohw) * es);
+    const void *xp = padded_image(s, es, x);
+    if (col == NULL || xp == NULL) {
+        return NULL;
+    }
+    P->im2col(s, es, xp, col);
+    return col;
+}
+
+static void
+narrow(const ampc_converters *cv, ampc_dtype dt, const float *src, int64_t n,
+       void *dst)
+{
+    if (dt == AMPC_FLOAT32) {
+        memcpy(dst, src, (size_t)n * sizeof(float));
+    }
+    else if (dt == AMPC_FLOAT16) {
+        cv->f32_to_f16(n, src, dst);
+    }
+    else {
+        cv->f32_to_bf16(n, src, dst);
+    }
+}
+
+// ----------------------------------------------------------------------------
+// forward
+
+/* x (C, H, W) of one image -> y (OC, OH, OW); gemm_threads inside */
+static int
+fwd_image(const ampc_gemm_parts *P, const ampc_conv2d_shape *s,
+          ampc_dtype dt, const char *x, const void *w, const void *bias,
+          int relu, char *y, int gemm_threads)
+{
+    const size_t es = ampc_dtype_size[dt];
+    const int64_t k = s->c * s->kh * s->kw, ohw = s->oh * s->ow;
+    /* y (OC, OHW) = w (OC, K) col (K, OHW) + bias per row; a pointwise
+     * kernel's col is x itself */
+    ampc_gemm_args g = {
+        .m = s->oc, .n = ohw, .k = k, .dt = dt,
+        .a = w, .rsa = k, .csa = 1,
+        .b = x, .rsb = ohw, .csb = 1,
+        .c = y, .cdt = dt, .ldc = ohw,
+        .bias = bias, .bias_mode = bias ? AMPC_BIAS_ROW : AMPC_BIAS_NONE,
+        .relu = relu, .beta = 0, .nthreads = gemm_threads,
+    };
+    if (is_pointwise(s)) {
+        return ampc_gemm_run(P, &g);
+    }
+    /* col goes straight into the GEMM's packed B panels (one pass over
+     * the image instead of im2col and then packing) */
+    const void *xp = padded_image(s, es, x);
+    int64_t cols = (ohw + P->nr - 1) / P->nr * P->nr;
+    float *panels = ampc_gemm_buffer(AMPC_BUF_COL,
+                                     (size_t)(cols * k) * sizeof(float));
+    if (xp == NULL || panels == NULL) {
+        return AMPC_LINALG_NOMEM;
+    }
+    P->im2col_panels(s, dt, xp, P->nr, panels);
+    return ampc_gemm_run_packed_b(P, &g, panels);
+}
+
+int
+ampc_conv2d_fwd_run(const ampc_gemm_parts *P, const ampc_conv2d_shape *s,
+                    ampc_dtype dt, const void *x, const void *w,
+                    const void *bias, int relu, void *y)
+{
+    const size_t es = ampc_dtype_size[dt];
+    const int64_t xs = s->c * s->h * s->w, ys = s->oc * s->oh * s->ow;
+    int by_image, nt = conv_threads(s, &by_image), err = 0;
+    if (by_image) {
+#pragma omp parallel for schedule(static) num_threads(nt) reduction(| : err)
+        for (int64_t i = 0; i < s->n; i++) {
+            err |= fwd_image(P, s, dt, (const char *)x + i * xs * es, w,
+                             bias, relu, (char *)y + i * ys * es, 1);
+        }
+        return err;
+    }
+    for (int64_t i = 0; i < s->n && err == 0; i++) {
+        err = fwd_image(P, s, dt, (const char *)x + i * xs * es, w, bias,
+                        relu, (char *)y + i * ys * es, nt);
+    }
+    return err;
+}
+
+// ----------------------------------------------------------------------------
+// input gradient
+
+/* dy (OC, OH, OW) of one image -> dx (C, H, W) */
+static int
+bwd_input_image(const ampc_gemm_parts *P, const ampc_conv2d_shape *s,
+                ampc_dtype dt, const char *dy, const void *w, char *dx,
+                int gemm_threads)
+{
+    const int64_t k = s->c * s->kh * s->kw, ohw = s->oh * s->ow;
+    const int64_t hp = s->h + 2 * s->ph, wp = s->w + 2 * s->pw;
+    const size_t es = ampc_dtype_size[dt];
+    /* dcol (K, OHW) = w^T (K, OC) dy (OC, OHW); for a pointwise kernel
+     * dcol is dx itself */
+    ampc_gemm_args g = {
+        .m = k, .n = ohw, .k = s->oc, .dt = dt,
+        .a = w, .rsa = 1, .csa = k,
+        .b = dy, .rsb = ohw, .csb = 1,
+        .c = dx, .cdt = dt, .ldc = ohw,
+        .bias = NULL, .bias_mode = AMPC_BIAS_NONE,
+        .relu = 0, .beta = 0, .nthreads = gemm_threads,
+    };
+    if (is_pointwise(s)) {
+        return ampc_gemm_run(P, &g);
+    }
+    /* col2im sums into a padded float32 image (dx itself when that is
+     * one), whose inside is then rounded once into dx */
+    int direct = dt == AMPC_FLOAT32 && !is_padded(s);
+    float *dcol = ampc_gemm_buffer(AMPC_BUF_COL,
+                                   (size_t)(k * ohw) * sizeof(float));
+    float *img = direct ? (float *)dx
+                        : ampc_gemm_buffer(AMPC_BUF_IMG,
+                                           (size_t)padded_size(s) *
+                                               sizeof(float));
+    if (dcol == NULL || img == NULL) {
+        return AMPC_LINALG_NOMEM;
+    }
+    g.c = dcol;
+    g.cdt = AMPC_FLOAT32;
+    int err = ampc_gemm_run(P, &g);
+    if (err) {
+        return err;
+    }
+    memset(img, 0, (size_t)padded_size(s) * sizeof(float));
+    P->col2im(s, dcol, img);
+    if (!direct) {
+        for (int64_t c = 0; c < s->c; c++) {
+            for (int64_t h = 0; h < s->h; h++) {
+                narrow(P->cvt, dt,
+                       img + (c * hp + h + s->ph) * wp + s->pw, s->w,
+                       dx + (c * s->h + h) * s->w * (int64_t)es);
+            }
+        }
+    }
+    return 0;
+}
+
+int
+ampc_conv2d_bwd_input_run(const ampc_gemm_parts *P,
+                          const ampc_conv2d_shape *s, ampc_dtype dt,
+                          const void *dy, const void *w, void *dx)
+{
+    const size_t es = ampc_dtype_size[dt];
+    const int64_t xs = s->c * s->h * s->w, ys = s->oc * s->oh * s->ow;
+    int by_image, nt = conv_threads(s, &by_image), err = 0;
+    if (by_image) {
+#pragma omp parallel for schedule(static) num_threads(nt) reduction(| : err)
+        for (int64_t i = 0; i < s->n; i++) {
+            err |= bwd_input_image(P, s, dt, (const char *)dy + i * ys * es,
+                                   w, (char *)dx + i * xs * es, 1);
+        }
+        return err;
+    }
+    for (int64_t i = 0; i < s->n && err == 0; i++) {
+        err = bwd_input_image(P, s, dt, (const char *)dy + i * ys * es, w,
+                              (char *)dx + i * xs * es, nt);
+    }
+    return err;
+}
+
+// ----------------------------------------------------------------------------
+// weight and bias gradients
+
+/* Sum of n float32 values in 16 independent lanes (a loop the compiler
+ * vectorises without reassociating), folded pairwise. */
+static float
+row_sum(const float *x, int64_t n)
+{
+    float acc[16] = {0.0f};
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        for (int l = 0; l < 16; l++) {
+            acc[l] += x[i + l];
+        }
+    }
+    for (int l = 0; i < n; i++, l++) {
+        acc[l] += x[i];
+    }
+    for (int half = 8; half > 0; half /= 2) {
+        for (int l = 0; l < half; l++) {
+            acc[l] += acc[l + half];
+        }
+    }
+    return acc[0];
+}
+
+/* Images [i0, i1): gw (OC, K) += dy_i (OC, OHW) col_i^T (OHW, K) and
+ * gb (OC) += the row sums of dy_i, all float32; gw or gb NULL to skip. */
+static int
+bwd_weight_images(const ampc_gemm_parts *P, const ampc_conv2d_shape *s,
+                  ampc_dtype dt, const char *dy, const char *x, int64_t i0,
+                  int64_t i1, float *gw, float *gb, int gemm_threads)
+{
+    const size_t es = ampc_dtype_size[dt];
+    const int64_t k = s->c * s->kh * s->kw, ohw = s->oh * s->ow;
+    const int64_t xs = s->c * s->h * s->w, ys = s->oc * ohw;
+    float *row = NULL;
+    if (gb != NULL && dt != AMPC_FLOAT32) {
+        row = ampc_gemm_buffer(AMPC_BUF_ROW, (size_t)ohw * sizeof(float));
+        if (row == NULL) {
+            return AMPC_LINALG_NOMEM;
+        }
+    }
+    for (int64_t i = i0; i < i1; i++) {
+        const char *dyi = dy + i * ys * (int64_t)es;
+        if (gw != NULL) {
+            const char *xi = x + i * xs * (int64_t)es;
+            const void *col = is_pointwise(s) ? xi
+                                              : image_columns(P, s, es, xi);
+            if (col == NULL) {
+                return AMPC_LINALG_NOMEM;
+            }
+            /* both operands are contiguous along the OHW sum */
+            ampc_gemm_args g = {
+                .m = s->oc, .n = k, .k = ohw, .dt = dt,
+                .a = dyi, .rsa = ohw, .csa = 1,
+                .b = col, .rsb = 1, .csb = ohw,
+                .c = gw, .cdt = AMPC_FLOAT32, .ldc = k,
+                .bias = NULL, .bias_mode = AMPC_BIAS_NONE,
+                .relu = 0, .beta = 1, .nthreads = gemm_threads,
+            };
+            int err = ampc_gemm_run(P, &g);
+            if (err) {
+                return err;
+            }
+        }
+        if (gb != NULL) {
+            for (int64_t o = 0; o < s->oc; o++) {
+                const char *r = dyi + o * ohw * (int64_t)es;
+                if (dt == AMPC_FLOAT32) {
+                    gb[o] += row_sum((const float *)r, ohw);
+                }
+                else {
+                    ampc_gemm_widen(P->cvt, dt, r, ohw, row);
+                    gb[o] += row_sum(row, ohw);
+                }
+            }
+        }
+    }
+    return 0;
+}
+
+int
+ampc_conv2d_bwd_weight_run(const ampc_gemm_parts *P,
+                           const ampc_conv2d_shape *s, ampc_dtype dt,
+                           const void *dy, const void *x, void *dw, void *db)
+{
+    const int64_t nw = s->oc * s->c * s->kh * s->kw, ng = nw + s->oc;
+    int by_image, nt = conv_threads(s, &by_image), err = 0;
+    /* split by image, or one team member with every thread in its GEMMs */
+    int gemm_nt = by_image ? 1 : nt;
+    if (!by_image) {
+        nt = 1;
+    }
+    /* one float32 block [weight grads | bias grads] per thread */
+    float **part = calloc((size_t)nt, sizeof(float *));
+    if (part == NULL) {
+        return AMPC_LINALG_NOMEM;
+    }
+#pragma omp parallel num_threads(nt) reduction(| : err) if (nt > 1)
+    {
+        int me = omp_get_thread_num(), team = omp_get_num_threads();
+        float *g = ampc_gemm_buffer(AMPC_BUF_GRAD, (size_t)ng * sizeof(float));
+        part[me] = g;
+        if (g == NULL) {
+            err |= AMPC_LINALG_NOMEM;
+        }
+        else {
+            memset(g, 0, (size_t)ng * sizeof(float));
+            int64_t i0 = s->n * me / team, i1 = s->n * (me + 1) / team;
+            err |= bwd_weight_images(
+                P, s, dt, dy, x, i0, i1, dw != NULL ? g : NULL,
+                db != NULL ? g + nw : NULL, gemm_nt);
+        }
+#pragma omp barrier
+        /* the threads' sums, added in thread order and rounded once; a
+         * thread that failed leaves err set and nothing is read */
+        enum { PIECE = 1024 };
+        float sum[PIECE];
+        int64_t npieces = (ng + PIECE - 1) / PIECE;
+        int ok = 1;
+        for (int t = 0; t < team; t++) {
+            ok = ok && part[t] != NULL;
+        }
+#pragma omp for schedule(static)
+        for (int64_t q = 0; q < npieces; q++) {
+            int64_t j0 = q * PIECE, n = ng - j0 < PIECE ? ng - j0 : PIECE;
+            if (!ok) {
+                continue;
+            }
+            memcpy(sum, part[0] + j0, (size_t)n * sizeof(float));
+            for (int t = 1; t < team; t++) {
+                for (int64_t j = 0; j < n; j++) {
+                    sum[j] += part[t][j0 + j];
+                }
+            }
+            /* a piece may straddle the weight/bias boundary */
+            int64_t nwp = j0 >= nw ? 0 : (nw - j0 < n ? nw - j0 : n);
+            size_t es = ampc_dtype_size[dt];
+            if (dw != NULL && nwp > 0) {
+                narrow(P->cvt, dt, sum, nwp, (char *)dw + j0 * (int64_t)es);
+            }
+            if (db != NULL && nwp < n) {
+                narrow(P->cvt, dt, sum + nwp, n - nwp,
+                       (char *)db + (j0 + nwp - nw) * (int64_t)es);
+            }
+        }
+    }
+    free(part);
+    return err;
+}
+
+// ----------------------------------------------------------------------------
+// CPU reference
+
+/* x (N, C, H, W), w (OC, C, KH, KW), bias (OC) -> y (N, OC, OH, OW) */
+int
+ampc_conv2d_fwd_ref(const ampc_conv2d_shape *s, ampc_dtype dt, const void *x,
+                    const void *w, const void *bias, int relu, void *y)
+{
+    return ampc_conv2d_fwd_run(&ampc_gemm_parts_ref, s, dt, x, w, bias, relu,
+                               y);
+}
+
+/* dy (N, OC, OH, OW), w (OC, C, KH, KW) -> dx (N, C, H, W) */
+int
+ampc_conv2d_bwd_input_ref(const ampc_conv2d_shape *s, ampc_dtype dt,
+                          const void *dy, const void *w, void *dx)
+{
+    return ampc_conv2d_bwd_input_run(&ampc_gemm_parts_ref, s, dt, dy, w, dx);
+}
+
+/* dy (N, OC, OH, OW), x (N, C, H, W) -> dw (OC, C, KH, KW), db (OC) */
+int
+ampc_conv2d_bwd_weight_ref(const ampc_conv2d_shape *s, ampc_dtype dt,
+                           const void *dy, const void *x, void *dw, void *db)
+{
+    return ampc_conv2d_bwd_weight_run(&ampc_gemm_parts_ref, s, dt, dy, x, dw,
+                                      db);
+}
