@@ -37,12 +37,15 @@ pack_avx512(ampc_dtype dt, const void *src, int64_t sl, int64_t sk,
 // ----------------------------------------------------------------------------
 // the tile epilogue
 //
-// The portable epilogue (gemm.h) calls the converters and memcpy once per
-// row; for the lab's first layer (K = 27) that cost a third of the
-// microkernel.  This one works 16 columns at a time with masks for a ragged
-// right edge.  Its loops stay rolled, one copy per output dtype: unrolled
-// into every microkernel variant it overflowed the uop cache and ran slower
-// than the portable one (measured).
+// A tile of whole rows (all but the bottom edge of C) is finished straight
+// from the registers, 16 columns at a time with masks for a ragged right
+// edge, and one copy of the stores per case, so the common cases carry no
+// tests between them: measured on one core at K = 27 (the lab's first
+// layer), 170 GFLOP/s against 120 through gemm.h's portable epilogue, whose
+// converter and memcpy calls per row cost a third of the microkernel.  The
+// bottom edge and C += A B go through a stack copy and rolled loops
+// (finish_tile), kept out of line: the same work unrolled into every
+// microkernel variant ran slower than the portable epilogue (measured).
 
 #define AMPC_RNE (_MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
 
@@ -149,51 +152,62 @@ finish_tile(const float *r, const ampc_gemm_tile *t)
     }
 }
 
-/* A full tile in registers to memory: dst of dtype cdt (raw float32 sums
- * to acc, or C), adding acc's sums first when acc_in, and the bias and
- * ReLU when extras. */
+/* The first nv vectors of every row of the tile in registers to memory
+ * (columns past t->n masked off): dst of dtype cdt (raw float32 sums to
+ * acc, or C), adding acc's sums first when acc_in, and the bias and ReLU
+ * when extras. */
 static AMPC_TARGET_AVX512 __attribute__((always_inline)) inline void
-store_full(__m512 c[MR][3], const ampc_gemm_tile *t, char *dst, int64_t ld,
-           ampc_dtype cdt, int acc_in, int extras)
+store_rows(int nv, __m512 c[MR][3], const ampc_gemm_tile *t, char *dst,
+           int64_t ld, ampc_dtype cdt, int acc_in, int extras)
 {
     const int64_t es = (int64_t)ampc_dtype_size[cdt];
+    __mmask16 mk[3];
+    for (int v = 0; v < 3; v++) {
+        int rem = t->n - 16 * v;
+        mk[v] = rem >= 16 ? (__mmask16)0xffff
+                          : (rem > 0 ? (__mmask16)((1u << rem) - 1u) : 0);
+    }
 #pragma GCC unroll 8
     for (int i = 0; i < MR; i++) {
         const float *src = acc_in ? t->acc + i * t->ldacc : NULL;
         char *d = dst + i * ld * es;
-        for (int v = 0; v < 3; v++) {
+        for (int v = 0; v < nv; v++) {
             __m512 x = c[i][v];
             if (acc_in) {
-                x = _mm512_add_ps(x, _mm512_loadu_ps(src + 16 * v));
+                x = _mm512_add_ps(x, _mm512_maskz_loadu_ps(mk[v],
+                                                           src + 16 * v));
             }
             if (extras && t->bias_row != NULL) {
                 x = _mm512_add_ps(x, _mm512_set1_ps(t->bias_row[i]));
             }
             if (extras && t->bias_col != NULL) {
-                x = _mm512_add_ps(x, _mm512_loadu_ps(t->bias_col + 16 * v));
+                x = _mm512_add_ps(
+                    x, _mm512_maskz_loadu_ps(mk[v], t->bias_col + 16 * v));
             }
             if (extras && t->relu) {
                 x = _mm512_maskz_mov_ps(
                     _mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_NLE_UQ),
                     x);
             }
-            store16(cdt, d + 16 * v * es, (__mmask16)0xffff, x);
+            store16(cdt, d + 16 * v * es, mk[v], x);
         }
     }
 }
 
-/* One copy of the stores per case, so the common ones (raw sums, a plain
- * float32 C) carry no tests between them: with the tests in, the plain
- * case ran a quarter slower (measured). */
+/* One copy of store_rows per case, so the common ones (raw sums, a plain
+ * float32 C) carry no tests between the stores: with the tests in, the
+ * plain case ran a quarter slower (measured). */
 static AMPC_TARGET_AVX512 __attribute__((always_inline)) inline void
-finish_full(__m512 c[MR][3], const ampc_gemm_tile *t)
+finish_rows_nv(int nv, __m512 c[MR][3], const ampc_gemm_tile *t)
 {
     if (!t->final) {
         if (t->acc_in) {
-            store_full(c, t, (char *)t->acc, t->ldacc, AMPC_FLOAT32, 1, 0);
+            store_rows(nv, c, t, (char *)t->acc, t->ldacc, AMPC_FLOAT32, 1,
+                       0);
         }
         else {
-            store_full(c, t, (char *)t->acc, t->ldacc, AMPC_FLOAT32, 0, 0);
+            store_rows(nv, c, t, (char *)t->acc, t->ldacc, AMPC_FLOAT32, 0,
+                       0);
         }
         return;
     }
@@ -201,20 +215,20 @@ finish_full(__m512 c[MR][3], const ampc_gemm_tile *t)
     int extras = t->bias_row != NULL || t->bias_col != NULL || t->relu;
     if (t->cdt == AMPC_FLOAT32) {
         if (extras) {
-            store_full(c, t, dst, t->ldc, AMPC_FLOAT32, t->acc_in, 1);
+            store_rows(nv, c, t, dst, t->ldc, AMPC_FLOAT32, t->acc_in, 1);
         }
         else if (t->acc_in) {
-            store_full(c, t, dst, t->ldc, AMPC_FLOAT32, 1, 0);
+            store_rows(nv, c, t, dst, t->ldc, AMPC_FLOAT32, 1, 0);
         }
         else {
-            store_full(c, t, dst, t->ldc, AMPC_FLOAT32, 0, 0);
+            store_rows(nv, c, t, dst, t->ldc, AMPC_FLOAT32, 0, 0);
         }
     }
     else if (t->cdt == AMPC_FLOAT16) {
-        store_full(c, t, dst, t->ldc, AMPC_FLOAT16, t->acc_in, 1);
+        store_rows(nv, c, t, dst, t->ldc, AMPC_FLOAT16, t->acc_in, 1);
     }
     else {
-        store_full(c, t, dst, t->ldc, AMPC_BFLOAT16, t->acc_in, 1);
+        store_rows(nv, c, t, dst, t->ldc, AMPC_BFLOAT16, t->acc_in, 1);
     }
 }
 
@@ -257,11 +271,12 @@ kernel_body(int nv, int64_t k, const float *a, const float *b,
         a += MR;
         b += NR;
     }
-    /* A whole tile goes from the registers straight to memory (measured:
-     * 170 against 120 GFLOP/s through a stack copy at K = 27); a ragged
-     * one, or one that adds C's old values, through finish_tile. */
-    if (nv == 3 && t->m == MR && t->n == NR && !t->beta) {
-        finish_full(c, t);
+    /* A tile of whole rows goes from the registers straight to memory
+     * (measured: 170 against 120 GFLOP/s through a stack copy at K = 27);
+     * one short of rows, or one that adds C's old values, through
+     * finish_tile. */
+    if (t->m == MR && !t->beta) {
+        finish_rows_nv(nv, c, t);
         return;
     }
     __attribute__((aligned(64))) float r[MR * NR];

@@ -4,15 +4,15 @@
  * gradient.  Every level shares these drivers; a level's conv2d entry points
  * pass its GEMM parts in.
  *
- * Why an explicit im2col rather than an implicit GEMM: one image's column
- * matrix (27 x 1024 and 288 x 256 elements for the lab's layers) stays in
- * L2, and the GEMM packs it with its fastest (contiguous-run) copy.
- * Measured with perf on one core for the lab's second layer, the copy out
- * of the zero-padded image costs about a fifth of the forward microkernel's
- * time (it cost over half before the image was padded first, when each
- * 16-element row carried its own bounds checks); packing straight from the
- * image would save part of that fifth, at the price of convolution-aware
- * packing in every level.
+ * Each image is first copied inside a border of zeros, so im2col and col2im
+ * move whole rows without bounds checks (before that, im2col's per-row
+ * checks on the lab's 16-element rows cost about half as much time as the
+ * second layer's microkernel; measured with perf on one core).  The forward
+ * pass writes the column matrix straight into the GEMM's packed B panels
+ * (one pass instead of im2col and then packing); the weight gradient's GEMM
+ * reads the column matrix transposed, so it keeps an explicit im2col (one
+ * image's matrix, 27 x 1024 or 288 x 256 for the lab's layers, stays in L2)
+ * and packs it with register transposes.
  *
  * Threads: a batch of at least as many images as threads is split by image
  * (each GEMM single-threaded, no synchronisation); a smaller batch runs its
