@@ -54,7 +54,7 @@ layout) when it is there; otherwise it says so in one line and uses \
 `FakeCIFAR10`, a built-in CIFAR-shaped set that a CNN can learn. The lab's \
 transform turns each image into a float32 (3, 32, 32) tensor in [-1, 1]."""),
     ("code", """\
-data = load_data("./data", train_size=1024, test_size=256)
+data = load_data("./data", train_size=6144, test_size=1024)
 if data.note:
     print(data.note)
 print(data.describe())
@@ -158,8 +158,9 @@ CPU has them (AVX-512 BF16). Small runs like this one are noisy: \
     ("code", """\
 if plt is not None:
     fig, ax = plt.subplots(figsize=(7, 3.5))
-    for r in lab.results:
-        ax.plot(range(1, r.steps + 1), r.loss_curve, label=r.label)
+    for r, style in zip(lab.results, ["-", "--", ":"]):
+        ax.plot(range(1, r.steps + 1), r.loss_curve, linestyle=style,
+                label=r.label)
     ax.set_title("training loss per step")
     ax.set_xlabel("step")
     ax.legend()

@@ -149,6 +149,8 @@ def test_tiny_run_json(tiny_run):
         assert (epoch["batches"], epoch["images"]) == (4, 256)
         assert epoch["time_s"] == pytest.approx(r["train_time_s"])
         assert r["images_per_s"] == pytest.approx(256 / r["train_time_s"])
+        cores = os.cpu_count() or 1
+        assert 0 < r["cpu_time_s"] <= cores * r["train_time_s"] + 0.5
         assert len(r["loss_curve"]) == 4
         assert r["final_train_loss"] == pytest.approx(
             sum(r["loss_curve"]) / 4)
@@ -236,8 +238,8 @@ def test_presets_and_explicit_options():
     parser = cli.build_parser()
     args = parser.parse_args([])
     assert cli._settings(args, cli.PRESETS[args.preset]) == {
-        "epochs": 2, "batch_size": 256, "train_size": 10000,
-        "test_size": 2000, "workers": 0}
+        "epochs": 2, "batch_size": 256, "train_size": 20000,
+        "test_size": 5000, "workers": 0}
     args = parser.parse_args(["--preset", "lab"])
     # The lab's scripts: 5 epochs of all the data, batch 256, 4 workers.
     assert cli._settings(args, cli.PRESETS["lab"]) == {

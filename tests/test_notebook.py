@@ -14,7 +14,7 @@ GENERATOR = os.path.join(ROOT, "examples", "make_amp_lab_notebook.py")
 # What each part of the notebook must show: the table, the scaler backing
 # off, and ampc's message for each mistake.
 EXPECTED = [
-    "FakeCIFAR10 (built in): 1,024 training / 256 test images",
+    "FakeCIFAR10 (built in): 6,144 training / 1,024 test images",
     "outputs ampc.float16, loss ampc.float32, ",
     "FP32 (baseline)",
     "Peak tensor memory",

@@ -212,6 +212,7 @@ def _run_dict(r, baseline):
         "steps": r.steps,
         "images": r.images,
         "train_time_s": r.train_time_s,
+        "cpu_time_s": r.cpu_time_s,
         "s_per_epoch": r.s_per_epoch,
         "images_per_s": r.images_per_s,
         "peak_memory_bytes": r.peak_memory_bytes,
@@ -290,14 +291,16 @@ def require_matplotlib():
 
 
 def _smooth(values, window):
-    """Trailing mean over ``window`` steps (NaN/inf steps left out)."""
-    out, buf = [], []
-    for v in values:
-        if v is not None and math.isfinite(v):
-            buf.append(v)
-        if len(buf) > window:
-            buf.pop(0)
-        out.append(sum(buf) / len(buf) if buf else float("nan"))
+    """Centred moving mean over ``window`` steps (NaN/inf steps left out),
+    so that the smooth curve does not lag behind the raw one."""
+    half = window // 2
+    finite = [v if v is not None and math.isfinite(v) else None
+              for v in values]
+    out = []
+    for i in range(len(finite)):
+        near = [v for v in finite[max(0, i - half):i + half + 1]
+                if v is not None]
+        out.append(sum(near) / len(near) if near else float("nan"))
     return out
 
 
@@ -308,14 +311,16 @@ def write_plot(path, results):
     plt = require_matplotlib()
     fig, (ax_loss, ax_scale) = plt.subplots(
         1, 2, figsize=(12, 4.5), constrained_layout=True)
-    for r in results:
-        if not r.loss_curve:
-            continue
+    # Runs from the same weights often overlap: distinct dashes keep each
+    # one visible.
+    styles = ["-", "--", ":"]
+    for k, r in enumerate(r for r in results if r.loss_curve):
         steps = range(1, len(r.loss_curve) + 1)
         window = max(1, len(r.loss_curve) // 25)
         line, = ax_loss.plot(steps, r.loss_curve, alpha=0.25, linewidth=0.8)
         ax_loss.plot(steps, _smooth(r.loss_curve, window),
-                     color=line.get_color(), linewidth=2.0, label=r.label)
+                     color=line.get_color(), linewidth=2.0,
+                     linestyle=styles[k % len(styles)], label=r.label)
     ax_loss.set_title("Training loss")
     ax_loss.set_xlabel("step")
     ax_loss.set_ylabel("cross-entropy")
