@@ -25,6 +25,7 @@ transforms; the same distribution for random ones).
 >>> [y.tolist() for _, y in DataLoader(ds, batch_size=4)]
 [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9]]
 """
+import contextlib
 import itertools
 import multiprocessing
 import multiprocessing.connection
@@ -275,14 +276,19 @@ class _WorkerPool:
         ctx = loader._context()
         fetcher = loader._fetcher()
         n = loader.num_workers
+        # Python >= 3.12 warns on fork() with threads alive (here: OpenMP's
+        # idle pool); the workers reset OpenMP to one thread, which is the
+        # hazard it warns about.  NOTE: catch_warnings() resets Python's
+        # "warn once" registry, so it is used only where that warning exists;
+        # elsewhere a script's own warnings would repeat every epoch.
+        quiet = (warnings.catch_warnings() if sys.version_info >= (3, 12)
+                 else contextlib.nullcontext())
         try:
-            with warnings.catch_warnings():
-                # Python >= 3.12 warns on fork() with threads alive (here:
-                # OpenMP's idle pool); the workers reset OpenMP to one
-                # thread, which is the hazard it warns about.
-                warnings.filterwarnings(
-                    "ignore", category=DeprecationWarning,
-                    message=".*multi-threaded.*fork.*")
+            with quiet:
+                if sys.version_info >= (3, 12):
+                    warnings.filterwarnings(
+                        "ignore", category=DeprecationWarning,
+                        message=".*multi-threaded.*fork.*")
                 for wid in range(n):
                     self._start(ctx, loader, fetcher, wid, n, base_seed)
         except BaseException:
