@@ -240,6 +240,7 @@ extern PyMethodDef ampc_nn_methods[];
 extern PyMethodDef ampc_optim_methods[];
 extern PyMethodDef ampc_amp_methods[];
 extern PyMethodDef ampc_autocast_functions[];
+extern PyMethodDef ampc_autocast_policy_functions[];
 
 static PyMethodDef all_functions[128];
 
@@ -252,7 +253,8 @@ join_functions(void)
                                    ampc_numpy_functions,
                                    ampc_linalg_methods, ampc_nn_methods,
                                    ampc_optim_methods, ampc_amp_methods,
-                                   ampc_autocast_functions};
+                                   ampc_autocast_functions,
+                                   ampc_autocast_policy_functions};
     size_t n = 0;
     for (size_t t = 0; t < sizeof(tables) / sizeof(tables[0]); t++) {
         for (const PyMethodDef *m = tables[t]; m->ml_name != NULL; m++) {
