@@ -10,8 +10,8 @@
 #include <stdint.h>
 
 #include "kernels.h"
+#include "kernels_cuda.h"
 
-#define AMPC_MAX_DIMS 16
 
 typedef enum {
     AMPC_DEV_CPU = 0,
@@ -130,6 +130,11 @@ int ampc_copy_into(AmpcTensorObject *dst, AmpcTensorObject *src);
 int ampc_wrap_dim(const char *fn, long dim, int ndim);
 /* -1 with RuntimeError unless t is on the CPU. */
 int ampc_check_cpu(const char *fn, const char *arg, AmpcTensorObject *t);
+/* Copies the nbytes at the start of t's data (t contiguous, any device)
+ * into host memory at dst; waits for the GPU when t is on one.  -1 with an
+ * exception. */
+int ampc_read_to_host(const char *fn, const AmpcTensorObject *t, void *dst,
+                      size_t nbytes);
 /* One element at p as a Python float, int or bool. */
 PyObject *ampc_scalar_to_python(ampc_dtype dt, const char *p);
 /* Writes Python number v as one element of dt at p; -1 on a bad value. */
@@ -163,16 +168,8 @@ int ampc_autocast_init(PyObject *module);     /* autocast.c */
 // ----------------------------------------------------------------------------
 // element-wise iteration (iter.c)
 
-#define AMPC_ITER_MAX_OPS 3
-
-typedef struct {
-    int ndim;
-    int64_t shape[AMPC_MAX_DIMS];
-    int nops;
-    char *data[AMPC_ITER_MAX_OPS];
-    size_t itemsize[AMPC_ITER_MAX_OPS];
-    int64_t strides[AMPC_ITER_MAX_OPS][AMPC_MAX_DIMS];  /* elements */
-} ampc_iter;
+/* ampc_iter itself is in kernels.h: the CUDA element-wise launchers take
+ * the whole iteration. */
 
 /* Called for each run of n elements along the innermost dimension, with one
  * pointer and one element stride per operand. */
@@ -206,6 +203,24 @@ ampc_cpu_level ampc_dispatch_best_level(void);
 const char *ampc_cpu_level_name(ampc_cpu_level level);
 /* The level name of the variant that runs for `slot`, or NULL. */
 const char *ampc_kernel_variant(const char *slot);
+
+/* The CUDA table (all NULL in a CPU-only build, where no CUDA tensor can
+ * exist) and its filling at import. */
+extern ampc_cuda_table ampc_cuda;
+void ampc_dispatch_cuda_init(void);
+/* Sets RuntimeError "fn(): CUDA error <code>: <file:line: call: text>" for
+ * a code a CUDA slot returned; returns NULL, so `return ampc_cuda_raise()`
+ * fits functions returning a pointer (compare with NULL for an int). */
+void *ampc_cuda_raise(const char *fn, int code);
+/* Before a CUDA op on device dev: makes it current (cheap when it already
+ * is); 0 for a CPU device; -1 with an exception. */
+int ampc_cuda_enter(const char *fn, ampc_device dev);
+
+static inline int
+ampc_is_cuda(const AmpcTensorObject *t)
+{
+    return t->device.type == AMPC_DEV_CUDA;
+}
 
 // ----------------------------------------------------------------------------
 // AMP (amp_ops.c, grad_scaler.c)

@@ -1,8 +1,9 @@
-/* dispatch.c - fills the CPU kernel table at import: the reference kernels
- * in every slot, then each SIMD level up to the chosen one overrides the
- * slots it implements.  The level is the best this CPU supports, or the one
- * named by AMPC_CPU_LEVEL=ref|avx2|avx512; kernel_variant() reports which
- * variant runs for each slot.
+/* dispatch.c - fills the kernel tables at import.  The CPU table: the
+ * reference kernels in every slot, then each SIMD level up to the chosen
+ * one overrides the slots it implements.  The level is the best this CPU
+ * supports, or the one named by AMPC_CPU_LEVEL=ref|avx2|avx512;
+ * kernel_variant() reports which variant runs for each slot.  The CUDA
+ * table (kernels_cuda.h), in CUDA builds; and the error it raises.
  */
 #include "ampc.h"
 
@@ -11,6 +12,7 @@
 #include <string.h>
 
 ampc_kernel_table ampc_cpu;
+ampc_cuda_table ampc_cuda;
 
 const char *const ampc_slot_names[AMPC_NUM_SLOTS] = {
 #define AMPC_OP(name, fn_type) #name,
@@ -148,4 +150,44 @@ ampc_kernel_variant(const char *slot)
         }
     }
     return NULL;
+}
+
+// ----------------------------------------------------------------------------
+// the CUDA table
+
+void
+ampc_dispatch_cuda_init(void)
+{
+#ifdef AMPC_WITH_CUDA
+    ampc_register_cuda(&ampc_cuda);
+#ifndef NDEBUG
+#define AMPC_CUDA_OP(name, fn_type) assert(ampc_cuda.name != NULL);
+#include "cuda_ops.def"
+#undef AMPC_CUDA_OP
+#endif /* NDEBUG */
+#endif /* AMPC_WITH_CUDA */
+}
+
+void *
+ampc_cuda_raise(const char *fn, int code)
+{
+    const char *where = ampc_cuda.last_error != NULL ? ampc_cuda.last_error()
+                                                     : "";
+    PyErr_Format(PyExc_RuntimeError, "%s(): CUDA error %d: %s", fn, code,
+                 where);
+    return NULL;
+}
+
+int
+ampc_cuda_enter(const char *fn, ampc_device dev)
+{
+    if (dev.type != AMPC_DEV_CUDA) {
+        return 0;
+    }
+    int rc = ampc_cuda.set_device(dev.index);
+    if (rc != 0) {
+        ampc_cuda_raise(fn, rc);
+        return -1;
+    }
+    return 0;
 }

@@ -89,6 +89,25 @@ typedef enum {
 } ampc_random_kind;
 
 // ----------------------------------------------------------------------------
+// element-wise iteration (built by csrc/iter.c)
+
+#define AMPC_MAX_DIMS 16
+#define AMPC_ITER_MAX_OPS 3
+
+/* Operand 0 is the output; the others are broadcast to its shape (stride 0
+ * along broadcast dims).  Dims are ordered and merged by iter.c, so a dense
+ * iteration has ndim == 1.  The CPU runs a 1-D kernel per innermost run;
+ * the CUDA element-wise launchers take the whole iteration. */
+typedef struct {
+    int ndim;
+    int64_t shape[AMPC_MAX_DIMS];
+    int nops;
+    char *data[AMPC_ITER_MAX_OPS];
+    size_t itemsize[AMPC_ITER_MAX_OPS];
+    int64_t strides[AMPC_ITER_MAX_OPS][AMPC_MAX_DIMS];  /* elements */
+} ampc_iter;
+
+// ----------------------------------------------------------------------------
 // kernel function types
 //
 // Element-wise kernels take n elements at strides given in elements; a

@@ -292,6 +292,7 @@ ampc_exec(PyObject *module)
     if (ampc_dtype_init(module, st) < 0) {
         return -1;
     }
+    ampc_dispatch_cuda_init();
     if (ampc_dispatch_init() < 0) {
         return -1;
     }

@@ -19,9 +19,41 @@
 #include <cudnn.h>
 #endif /* AMPC_HAVE_CUDNN */
 
+#include <type_traits>
+
 #include "ampc_cuda.h"
+#include "kernels_cuda.h"
 
 #define CEIL_DIV(a, b) (((a) + (b) - 1) / (b))
+
+/* Every slot's implementation, ampc_<name>_cuda, declared with its slot's
+ * type (register.cu fills the table with them). */
+#define AMPC_CUDA_OP(name, fn_type) \
+    extern "C" std::remove_pointer_t<fn_type> ampc_##name##_cuda;
+#include "cuda_ops.def"
+#undef AMPC_CUDA_OP
+
+// ----------------------------------------------------------------------------
+// what the .cu files share (device.cu, allocator.cu)
+
+/* The ampc stream of the current device, created on first use: every
+ * kernel, copy, cuBLAS and cuDNN call is queued on it.  A non-default
+ * stream, so that a whole training step can be captured in a CUDA graph. */
+cudaStream_t ampc_cuda_stream(void);
+/* The current device's index (cached per host thread). */
+int ampc_cuda_current_device(void);
+/* Scratch memory (cuDNN and cuBLASLt workspaces, partial sums) from the
+ * caching allocator, counted as reserved but not as tensor memory. */
+int ampc_cuda_scratch_alloc(size_t nbytes, void **ptr);
+int ampc_cuda_scratch_free(void *ptr);
+/* Private memory pools for CUDA graphs (allocator.cu).  Between pool_begin
+ * and pool_end, this thread's allocations come from the new pool `*pool`
+ * and every block freed (whatever pool it came from) is kept by that pool,
+ * so a captured graph's memory is never handed to other work; pool_release
+ * (when the graph is destroyed) returns the pool's blocks to the cache. */
+int ampc_cuda_pool_begin(void **pool);
+int ampc_cuda_pool_end(void);
+int ampc_cuda_pool_release(void *pool);
 
 /* Remembers "file:line: expr: text" of a failed call for
  * ampc_cuda_last_error() (device.cu). */
@@ -44,6 +76,10 @@ void ampc_cuda_record_error(const char *file, int line, const char *expr,
             return (int)ampc_err_;                                       \
         }                                                                \
     } while (0)
+
+/* After a kernel launch: a bad launch configuration is reported at once;
+ * faults inside the kernel surface at the next synchronising call. */
+#define AMPC_CUDA_CHECK_LAUNCH() AMPC_CUDA_CHECK(cudaGetLastError())
 
 /* cuBLAS and cuBLASLt share cublasStatus_t. */
 #if defined(AMPC_HAVE_CUBLAS) || defined(AMPC_HAVE_CUBLASLT)
