@@ -125,6 +125,8 @@ def tensor(data, dtype=None, device=None, requires_grad=False):
     tensor(1.5000, dtype=ampc.float16)
     """
     dtype = _check_dtype("tensor", "dtype", dtype)
+    if device is None and isinstance(data, _TB):
+        device = _dev_str(data)        # a tensor's copy stays on its device
     dev = _device_str("tensor", device)
     if isinstance(data, _TB):
         t = data._detach()

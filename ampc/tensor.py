@@ -549,8 +549,11 @@ class Tensor(_TB):
 
     def _to(self, dev, dtype, copy=False):
         here = _dev_str(self)
-        same_dev = dev is None or dev == here or (
-            dev == "cuda" and here == "cuda:0")
+        if dev == "cuda":
+            # 'cuda' is the current GPU, as in PyTorch
+            dev = f"cuda:{_C.cuda_current_device()}" if \
+                _C.cuda_device_count() > 0 else "cuda"
+        same_dev = dev is None or dev == here
         same_dtype = dtype is None or dtype is self.dtype
         if same_dev and same_dtype:
             return self.clone() if copy else self
@@ -569,9 +572,23 @@ class Tensor(_TB):
         return t
 
     def cpu(self):
+        """This tensor on the CPU (self when it already is there).
+
+        >>> import ampc
+        >>> ampc.ones(2).cpu().device
+        device(type='cpu')
+        """
         return self._to("cpu", None)
 
     def cuda(self, device=None, non_blocking=False):
+        """This tensor on a GPU (the current one by default; self when it
+        already is there).  ``non_blocking`` is accepted: a copy from
+        pinned memory (pin_memory()) is always queued without waiting.
+
+        >>> import ampc
+        >>> if ampc.cuda.is_available():
+        ...     assert ampc.ones(2).cuda().is_cuda
+        """
         if device is None:
             dev = "cuda"
         else:
@@ -581,6 +598,28 @@ class Tensor(_TB):
                     f"cuda(): invalid device, must be a cuda device, got "
                     f"{dev}")
         return self._to(dev, None)
+
+    def pin_memory(self):
+        """A copy of this CPU tensor in pinned (page-locked) host memory, so
+        that copies to a GPU are faster and can be queued without waiting
+        (``to("cuda", non_blocking=True)``).  Needs a CUDA GPU.
+
+        >>> import ampc
+        >>> if ampc.cuda.is_available():
+        ...     assert ampc.ones(2).pin_memory().is_pinned()
+        """
+        if self.is_pinned():
+            return self
+        return _C.pin_memory(self._detach() if self.requires_grad else self)
+
+    def is_pinned(self):
+        """True when this tensor lives in pinned host memory.
+
+        >>> import ampc
+        >>> ampc.ones(2).is_pinned()
+        False
+        """
+        return _C.is_pinned(self)
 
     def float(self):
         return self._to(None, float32)

@@ -24,6 +24,10 @@ typedef struct {
     int8_t index;           /* 0 for the CPU */
 } ampc_device;
 
+/* CUDA device indices ampc handles (AMPC_CUDA_MAX_DEVICES in
+ * cuda/common.cuh): per-device counters and streams are kept for these. */
+#define AMPC_MAX_CUDA_INDEX 64
+
 // ----------------------------------------------------------------------------
 // allocator (allocator.c): counts live and peak bytes per device
 
@@ -46,11 +50,19 @@ typedef struct {
     ampc_device device;
     PyObject *owner;        /* NULL when owned */
     uint64_t version;       /* bumped by every in-place write (autograd) */
+    char pinned;            /* page-locked host memory (pin_memory()) */
 } ampc_storage;
 
 ampc_storage *ampc_storage_new(ampc_device dev, size_t nbytes);
 ampc_storage *ampc_storage_borrow(PyObject *owner, void *data, size_t nbytes);
 void ampc_storage_decref(ampc_storage *s);
+/* CPU storage in pinned host memory (for fast, queued copies to a GPU);
+ * RuntimeError naming pin_memory() without a GPU. */
+ampc_storage *ampc_storage_new_pinned(size_t nbytes);
+/* Makes OutOfMemoryError and adds it to the module (allocator.c). */
+int ampc_allocator_init(PyObject *module);
+/* ampc.cuda.OutOfMemoryError (borrowed). */
+PyObject *ampc_out_of_memory_error(void);
 
 // ----------------------------------------------------------------------------
 // the tensor
@@ -128,8 +140,6 @@ const char *ampc_dtype_name(ampc_dtype dt);
 int ampc_copy_into(AmpcTensorObject *dst, AmpcTensorObject *src);
 /* dim in [-ndim, ndim) -> [0, ndim); IndexError naming fn otherwise. */
 int ampc_wrap_dim(const char *fn, long dim, int ndim);
-/* -1 with RuntimeError unless t is on the CPU. */
-int ampc_check_cpu(const char *fn, const char *arg, AmpcTensorObject *t);
 /* Copies the nbytes at the start of t's data (t contiguous, any device)
  * into host memory at dst; waits for the GPU when t is on one.  -1 with an
  * exception. */
@@ -154,6 +164,9 @@ int ampc_parse_device(PyObject *obj, ampc_device *dev, const char *fn);
 /* module.c: CUDA build and device count (0 without CUDA or a GPU). */
 int ampc_cuda_built(void);
 int ampc_cuda_count(void);
+/* module.c: this thread's current GPU (what "cuda" without an index
+ * means, as in PyTorch); 0 without CUDA. */
+int ampc_cuda_current_index(void);
 
 /* "[2, 3]" for messages (static buffer per call site is not thread safe,
  * so callers pass one). */
@@ -208,13 +221,18 @@ const char *ampc_kernel_variant(const char *slot);
  * exist) and its filling at import. */
 extern ampc_cuda_table ampc_cuda;
 void ampc_dispatch_cuda_init(void);
-/* Sets RuntimeError "fn(): CUDA error <code>: <file:line: call: text>" for
- * a code a CUDA slot returned; returns NULL, so `return ampc_cuda_raise()`
- * fits functions returning a pointer (compare with NULL for an int). */
+/* Sets RuntimeError "fn(): CUDA error <code>: <file:line: call: text>"
+ * for a code a CUDA slot returned (ampc.cuda.OutOfMemoryError when a
+ * slot's scratch memory could not be had); returns NULL, so `return
+ * ampc_cuda_raise()` fits functions returning a pointer. */
 void *ampc_cuda_raise(const char *fn, int code);
 /* Before a CUDA op on device dev: makes it current (cheap when it already
  * is); 0 for a CPU device; -1 with an exception. */
 int ampc_cuda_enter(const char *fn, ampc_device dev);
+/* cuda_graph.c: -1 with RuntimeError "fn(): cannot read a CUDA tensor
+ * during CUDA graph capture ..." while the current device's ampc stream is
+ * being captured (a host read would wait for the GPU); 0 otherwise. */
+int ampc_cuda_check_not_capturing(const char *fn);
 
 static inline int
 ampc_is_cuda(const AmpcTensorObject *t)
@@ -235,10 +253,21 @@ extern PyMethodDef ampc_amp_methods[];
 int ampc_amp_unscale_tensors(AmpcTensorObject *const *ts, Py_ssize_t n,
                              float inv_scale, float *found_inf,
                              ampc_amp_counts *counts);
+/* The CUDA twin (amp_ops.c): n >= 1 float tensors on one CUDA device, not
+ * checked; inv_scale, found_inf: device floats, counts: n device entries or
+ * NULL (ampc_cuda_amp_unscale_fn, flags AMPC_AMP_*).  Queued, no host
+ * wait.  -1 with an exception. */
+int ampc_amp_unscale_tensors_cuda(AmpcTensorObject *const *ts, Py_ssize_t n,
+                                  const float *inv_scale, int flags,
+                                  float *found_inf, ampc_amp_counts *counts);
 /* Per-tensor accumulators of the p-norm (ampc_grad_norm_fn) of n float CPU
  * tensors, in one fused call.  -1 with an exception. */
 int ampc_amp_norm_tensors(AmpcTensorObject *const *ts, Py_ssize_t n,
                           double p, double *acc);
+/* Host reads of CUDA memory that waited for the GPU (ampc_read_to_host
+ * counts them; defined in amp_ops.c, read by _C._cuda_host_reads()), so
+ * tests can count the host syncs of a training step. */
+extern uint64_t ampc_cuda_host_reads;
 /* Creates the GradScaler type and OptState enum and adds them to module. */
 int ampc_grad_scaler_init(PyObject *module);
 /* 1 when the GradScaler that scaled a loss last is enabled, has not run
@@ -251,7 +280,7 @@ int ampc_grad_scaler_clip_pending(PyObject *grads);
 // NN ops and optimizer steps (nn_ops.c, optim_ops.c): argument checks that
 // raise with the op, the argument and what was expected; -1 or NULL then
 
-/* obj as a CPU tensor (borrowed), else TypeError / RuntimeError. */
+/* obj as a tensor on any device (borrowed), else TypeError. */
 AmpcTensorObject *ampc_arg_tensor(const char *fn, const char *arg,
                                   PyObject *obj);
 /* t has a float dtype, else RuntimeError. */

@@ -173,8 +173,9 @@ ampc_cuda_raise(const char *fn, int code)
 {
     const char *where = ampc_cuda.last_error != NULL ? ampc_cuda.last_error()
                                                      : "";
-    PyErr_Format(PyExc_RuntimeError, "%s(): CUDA error %d: %s", fn, code,
-                 where);
+    PyObject *type = code == AMPC_CUDA_ERROR_OOM ? ampc_out_of_memory_error()
+                                                 : PyExc_RuntimeError;
+    PyErr_Format(type, "%s(): CUDA error %d: %s", fn, code, where);
     return NULL;
 }
 

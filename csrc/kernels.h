@@ -389,11 +389,20 @@ typedef void (*ampc_masked_scale_fn)(ampc_dtype dt, int64_t n, const void *x,
                                      void *y);
 
 /* torch.optim.SGD's step; the constants are rounded to float32 as torch's
- * CPU kernels take them. */
+ * CPU kernels take them.
+ *
+ * grad_scale and found_inf (PyTorch's _step_supports_amp_scaling contract;
+ * NULL when absent) are float32 scalars in the memory of the kernel's
+ * device (host pointers for the CPU kernels): when *found_inf != 0 the step
+ * writes nothing at all; when grad_scale is set, the gradient used is
+ * grad * (1 / *grad_scale), and the grad tensor itself is left as it was
+ * (scaled). */
 typedef struct {
     float lr, momentum, one_minus_dampening, weight_decay;
     int nesterov, maximize;
     int first_step;             /* the buffer is set to the gradient */
+    const float *grad_scale;
+    const float *found_inf;
 } ampc_sgd_args;
 
 /* param, grad, momentum_buffer (n) (NULL when momentum == 0), one pass */
@@ -409,6 +418,15 @@ typedef struct {
     float decay;                /* 1 - lr * weight_decay (decoupled) */
     float neg_step_size, bias_correction2_sqrt;
     int maximize, decoupled;
+    const float *grad_scale;    /* as ampc_sgd_args; NULL when absent */
+    const float *found_inf;
+    /* NULL, or the float32 step counter in the kernel's memory (torch's
+     * capturable / fused state "step"): the kernel adds 1 to it unless the
+     * step is skipped and then computes neg_step_size and
+     * bias_correction2_sqrt from it, lr, beta1 and beta2 (nn_math.h
+     * ampc_adam_bias_corrections), so that no host sync is needed. */
+    float *step;
+    double lr, beta1, beta2_f64;
 } ampc_adam_args;
 
 /* param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq (n) (NULL unless

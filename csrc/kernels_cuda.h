@@ -41,6 +41,10 @@ typedef enum {
     AMPC_COPY_D2D           /* queued */
 } ampc_copy_kind;
 
+/* cudaErrorMemoryAllocation: what malloc returns when the device is full
+ * (the C side raises ampc.cuda.OutOfMemoryError for it). */
+#define AMPC_CUDA_ERROR_OOM 2
+
 /* Makes device `index` current for this host thread. */
 typedef int (*ampc_cuda_set_device_fn)(int index);
 /* The caching allocator: *ptr is a block of at least nbytes (256-byte
@@ -67,10 +71,337 @@ typedef int (*ampc_cuda_memcpy_fn)(void *dst, const void *src, size_t nbytes,
  * it->data[1] (dtype sdt), every operand a device pointer. */
 typedef int (*ampc_cuda_copy_fn)(ampc_dtype sdt, ampc_dtype ddt,
                                  const ampc_iter *it);
+/* Every element of the one-operand iteration it (operand 0, dtype dt) =
+ * the value whose bytes are the first ampc_dtype_size[dt] bytes of
+ * value_bits in memory (memcpy them in, the rest zero).  The value
+ * travels as a kernel argument, so a captured CUDA graph keeps it and no
+ * host memory is read later. */
+typedef int (*ampc_cuda_fill_fn)(ampc_dtype dt, const ampc_iter *it,
+                                 uint64_t value_bits);
 /* Waits for all work queued on device `index`. */
 typedef int (*ampc_cuda_synchronize_fn)(int index);
 /* "file:line: call: text" of this thread's last failed check. */
 typedef const char *(*ampc_cuda_last_error_fn)(void);
+
+// ----------------------------------------------------------------------------
+// GEMM and convolution (cuda/blas.cu, cuda/dnn.cu, cuda/conv_gemm.cu,
+// cuda/bias.cu)
+
+/* The CPU gemm (kernels.h ampc_gemm_args, every field meaning what it means
+ * there) through cuBLASLt, or cuBLAS where Lt has no algorithm.  Float32
+ * operands use TF32 tensor cores only when allow_tf32 is nonzero
+ * (ampc.backends.cuda.matmul.allow_tf32). */
+typedef int (*ampc_cuda_gemm_fn)(const ampc_gemm_args *g, int allow_tf32);
+
+/* ampc.backends.cudnn's flags, as the conv slots see them. */
+typedef struct {
+    int enabled;            /* 0: im2col + GEMM instead of cuDNN */
+    int benchmark;          /* choose algorithms by timing them (cudnnFind) */
+    int deterministic;      /* only algorithms with reproducible results */
+    int allow_tf32;         /* float32 convolutions may use TF32 */
+} ampc_cudnn_opts;
+
+/* The CPU conv2d slots' meanings (kernels.h), through cuDNN (or, when
+ * opts->enabled is 0 or the build has no cuDNN, im2col and the gemm slot);
+ * every tensor contiguous NCHW.  cuDNN's algorithm is chosen once per
+ * shape, dtype, direction and opts, then cached (see conv2d_algo_cache). */
+typedef int (*ampc_cuda_conv2d_fwd_fn)(const ampc_conv2d_shape *s,
+                                       ampc_dtype dt, const void *x,
+                                       const void *w, const void *bias,
+                                       int relu, void *y,
+                                       const ampc_cudnn_opts *o);
+typedef int (*ampc_cuda_conv2d_bwd_input_fn)(const ampc_conv2d_shape *s,
+                                             ampc_dtype dt, const void *dy,
+                                             const void *w, void *dx,
+                                             const ampc_cudnn_opts *o);
+typedef int (*ampc_cuda_conv2d_bwd_weight_fn)(const ampc_conv2d_shape *s,
+                                              ampc_dtype dt, const void *dy,
+                                              const void *x, void *dw,
+                                              void *db,
+                                              const ampc_cudnn_opts *o);
+/* The conv algorithm cache of every device: entries, and lookups that
+ * found (hits) or had to choose (misses) an algorithm; emptied first when
+ * clear is nonzero.  Host only, never waits. */
+typedef int (*ampc_cuda_conv2d_algo_cache_fn)(int clear, int64_t *entries,
+                                              int64_t *hits,
+                                              int64_t *misses);
+/* cuDNN's run-time version (cudnnGetVersion(): 90100 is 9.1.0), 0 when
+ * the build has no cuDNN.  Host only. */
+typedef int (*ampc_cuda_cudnn_version_fn)(int64_t *version);
+/* db (C) = the sums of dy (outer, C, inner) over outer and inner, in
+ * float32 with a fixed order (deterministic), rounded once; zeros when
+ * outer * inner == 0.  Conv: (N, OC, OH*OW); linear: (M, OUT, 1). */
+typedef int (*ampc_cuda_bias_grad_fn)(ampc_dtype dt, int64_t outer,
+                                      int64_t c, int64_t inner,
+                                      const void *dy, void *db);
+
+// ----------------------------------------------------------------------------
+// CUDA graphs (cuda/graph.cu)
+
+/* A captured graph: its executable graph, its private memory pool and the
+ * device it was captured on (graph.cu owns the fields). */
+typedef struct ampc_cuda_graph ampc_cuda_graph;
+/* Starts capturing the work this thread queues on the current device's
+ * ampc stream into a new graph *graph.  Until graph_capture_end, this
+ * thread's allocations come from the graph's private memory pool: a new
+ * pool when share_pool is NULL, else share_pool (another graph's, from
+ * graph_pool), which the graphs then share.  On failure *graph is NULL and
+ * nothing is left to free. */
+typedef int (*ampc_cuda_graph_capture_begin_fn)(void *share_pool,
+                                                ampc_cuda_graph **graph);
+/* Ends the capture and instantiates the graph.  On failure the capture is
+ * over all the same (graph_destroy still frees *graph). */
+typedef int (*ampc_cuda_graph_capture_end_fn)(ampc_cuda_graph *graph);
+/* Queues one replay of the graph on the ampc stream of its device. */
+typedef int (*ampc_cuda_graph_replay_fn)(ampc_cuda_graph *graph);
+/* Frees the graph (ending a capture still in progress); its pool goes back
+ * to the cache once no graph shares it.  NULL is a no-op. */
+typedef int (*ampc_cuda_graph_destroy_fn)(ampc_cuda_graph *graph);
+/* The graph's memory pool (opaque), for graph_capture_begin(share_pool). */
+typedef int (*ampc_cuda_graph_pool_fn)(const ampc_cuda_graph *graph,
+                                       void **pool);
+/* *capturing = 1 while the current device's ampc stream is being captured
+ * (so a host read must be refused), else 0. */
+typedef int (*ampc_cuda_graph_capturing_fn)(int *capturing);
+
+// ----------------------------------------------------------------------------
+// element-wise ops, reductions and random numbers (cuda/elementwise.cu,
+// cuda/reduce.cu, cuda/random.cu; Python side in csrc/ops_elementwise.c,
+// csrc/ops_reduce.c and csrc/ops_random.c)
+
+/* A Python number (or 0-d tensor) operand of a binary op or comparison,
+ * passed BY VALUE: the CPU path's 0-d stand-in points at a host buffer,
+ * which a kernel cannot read.  pos says which operand it is; the iteration
+ * then has two operands (0 the output, 1 the tensor). */
+typedef struct {
+    int pos;            /* 0: none (three iterator operands); 1: the scalar
+                         * is the first operand (scalar OP x); 2: the
+                         * second (x OP scalar) */
+    double f;           /* the value for a float compute dtype: already
+                         * what the CPU computes with (rounded to the dtype,
+                         * or float32 "opmath" for float16/bfloat16) */
+    int64_t i;          /* the value for int64 and bool (0/1) */
+    const float *dev_f32;   /* not NULL: a float32 value in device memory
+                             * (a 0-d CUDA tensor in float16/bfloat16
+                             * opmath), read by the kernel instead of f */
+} ampc_cuda_scalar;
+
+/* it->data[0] (dtype dt) = a OP b, the inputs it->data[1], it->data[2]
+ * (dtype dt; stride 0 broadcasts), or one of them `scalar`.  Float16 and
+ * bfloat16 compute in float32, int64 wraps, bool as the CPU's binary. */
+typedef int (*ampc_cuda_binary_fn)(ampc_binary_op op, ampc_dtype dt,
+                                   const ampc_iter *it,
+                                   const ampc_cuda_scalar *scalar);
+/* As binary, the output bool. */
+typedef int (*ampc_cuda_compare_fn)(ampc_compare_op op, ampc_dtype dt,
+                                    const ampc_iter *it,
+                                    const ampc_cuda_scalar *scalar);
+/* it->data[0] = OP(it->data[1]); output bool for AMPC_UN_ISFINITE, else
+ * dtype dt. */
+typedef int (*ampc_cuda_unary_fn)(ampc_unary_op op, ampc_dtype dt,
+                                  const ampc_iter *it);
+/* The CPU's ampc_reduce_fn on device memory: x contiguous (outer, r, inner)
+ * -> out (outer, inner), idx (outer, inner); deterministic (fixed
+ * combining order, no atomics), NaN wins, first index on ties. */
+typedef int (*ampc_cuda_reduce_fn)(ampc_reduce_op op, ampc_dtype dt,
+                                   int64_t outer, int64_t r, int64_t inner,
+                                   const void *x, void *out, int64_t *idx);
+/* The CPU's ampc_random_fn on device memory: the same bits as the CPU for
+ * the same (seed, offset) (csrc/philox.h). */
+typedef int (*ampc_cuda_random_fn)(ampc_random_kind kind, ampc_dtype dt,
+                                   int64_t n, void *out, uint64_t seed,
+                                   uint64_t offset, double lo, double hi);
+
+// ----------------------------------------------------------------------------
+// AMP: the fused multi-tensor unscale-and-check, the scale update, the
+// gradient norm and the clip coefficient (cuda/amp.cu; Python side in
+// csrc/amp_ops.c and csrc/grad_scaler.c).  Every scalar they read or write
+// (the scale, inv_scale, found_inf, the tracker, the norm) stays in device
+// memory, so none of them makes the host wait.
+
+/* amp_unscale flags */
+#define AMPC_AMP_RECIPROCAL 1   /* *inv_scale holds the scale s: multiply by
+                                 * float(1 / double(s)), GradScaler's rule */
+#define AMPC_AMP_ZERO_FOUND 2   /* *found_inf = 0 first (queued memset) */
+#define AMPC_AMP_CHECK_ONLY 4   /* inv = 1 (inv_scale is not read and may be
+                                 * NULL): the inf/NaN check alone */
+
+/* l: float32/float16/bfloat16 tensors (the host arrays of ampc_tensor_list
+ * hold device pointers), x <- x * inv in place as the CPU slot
+ * ampc_amp_unscale_fn (amp_math.h ampc_amp_unscale_one; inv == 1 writes
+ * nothing), inv = *inv_scale (a device float) or, with AMPC_AMP_RECIPROCAL,
+ * float(1 / double(*inv_scale)), or 1 with AMPC_AMP_CHECK_ONLY;
+ * *found_inf (device) = 1.0f when an input element is inf or NaN, never
+ * cleared (unless AMPC_AMP_ZERO_FOUND);
+ * counts (device, l->n entries) or NULL: zeroed, then filled.  The tensors
+ * must not overlap one another (callers run aliasing ones a call each). */
+typedef int (*ampc_cuda_amp_unscale_fn)(const ampc_tensor_list *l,
+                                        const float *inv_scale, int flags,
+                                        float *found_inf,
+                                        ampc_amp_counts *counts);
+
+/* The device-side telemetry of GradScaler.update() (int64 entries of the
+ * stats array passed to amp_update_scale). */
+#define AMPC_AMP_STAT_FUSED_SKIPPED 0   /* fused optimizer steps skipped */
+#define AMPC_AMP_STAT_LAST_SKIPPED 1    /* the last update saw found != 0 */
+#define AMPC_AMP_STAT_CONSECUTIVE 2     /* update()s in a row with found */
+#define AMPC_AMP_NUM_STATS 3
+
+/* _amp_update_scale_ on the device (one thread): found = the sum of the
+ * n_found >= 1 device floats *found_infs[i] (found_infs: a host array of
+ * device pointers), written into *found_infs[0] (PyTorch sums into its
+ * first found_inf); then amp_math.h ampc_amp_update_scale_one(scale,
+ * tracker, found, ...).  stats (device, AMPC_AMP_NUM_STATS int64) or NULL:
+ * when found != 0, fused_steps is added to FUSED_SKIPPED; LAST_SKIPPED and
+ * CONSECUTIVE follow found.
+ * NOTE: found is the sum over every optimizer, so with several fused
+ * optimizers one overflow counts all of their steps as skipped. */
+typedef int (*ampc_cuda_amp_update_scale_fn)(float *scale, int64_t *tracker,
+                                             float *const *found_infs,
+                                             int n_found,
+                                             double growth_factor,
+                                             double backoff_factor,
+                                             int64_t growth_interval,
+                                             int64_t *stats,
+                                             int64_t fused_steps);
+
+/* clip_grad_norm_'s total norm of l (device pointers; every tensor n > 0
+ * elements unless p is finite), as csrc/amp_ops.c computes it on the CPU
+ * (PyTorch's _get_total_norm): per-tensor accumulators in double from
+ * fixed pieces folded in order (deterministic), each tensor's norm rounded
+ * to its dtype, the norm of those written to *total (device, one element
+ * of the float dtype out_dt).  amp_reduce.h has the per-value math. */
+typedef int (*ampc_cuda_grad_norm_fn)(const ampc_tensor_list *l, double p,
+                                      ampc_dtype out_dt, void *total);
+
+/* *coef (device float) = amp_reduce.h ampc_clip_coef(norm_dt, *total_norm,
+ * max_norm), total_norm one device element of the float dtype norm_dt. */
+typedef int (*ampc_cuda_clip_coef_fn)(const void *total_norm,
+                                      ampc_dtype norm_dt, double max_norm,
+                                      float *coef);
+
+// ----------------------------------------------------------------------------
+// NN kernels and fused optimizer steps (cuda/relu.cu, cuda/pool.cu,
+// cuda/softmax.cu, cuda/loss.cu, cuda/dropout.cu, cuda/optim.cu; Python side
+// in csrc/nn_ops.c and csrc/optim_ops.c).  Every tensor is contiguous; the
+// per-element math is csrc/nn_math.h's, as on the CPU.
+
+/* The deferred error report of the NN kernels: one mapped, pinned host
+ * record (shared by every device) that a kernel fills, instead of reading
+ * out of bounds, when it meets a class target outside [0, C) or a pooling
+ * index outside its plane.  The kernel writes value, bound and kind, then
+ * (after a system fence) state = 1; csrc/nn_ops.c reads state without a
+ * sync at its next CUDA NN op and raises then (and clears it), so a
+ * training step never waits for the GPU to validate its targets. */
+typedef enum {
+    AMPC_NN_ERR_TARGET = 1,     /* a class target out of range */
+    AMPC_NN_ERR_POOL_INDEX = 2  /* a max_pool2d index outside its plane */
+} ampc_nn_error_kind;
+
+typedef struct {
+    volatile int64_t state;     /* 0, or 1 once the fields below are set */
+    int64_t value;              /* the bad target or index */
+    int64_t bound;              /* C, or H * W */
+    int64_t kind;               /* ampc_nn_error_kind */
+} ampc_nn_error;
+
+/* *host = the record (allocated on first use). */
+typedef int (*ampc_cuda_nn_error_fn)(ampc_nn_error **host);
+
+/* kernels.h ampc_relu_bwd_fn on device memory */
+typedef int (*ampc_cuda_relu_bwd_fn)(ampc_dtype dt, int64_t n,
+                                     const void *grad_out, const void *out,
+                                     void *grad_in);
+/* kernels.h ampc_masked_scale_fn on device memory (mask: bool) */
+typedef int (*ampc_cuda_masked_scale_fn)(ampc_dtype dt, int64_t n,
+                                         const void *x, const uint8_t *mask,
+                                         float scale, void *y);
+/* kernels.h ampc_max_pool2d_fwd_fn on device memory */
+typedef int (*ampc_cuda_max_pool2d_fwd_fn)(const ampc_pool2d_shape *s,
+                                           ampc_dtype dt, const void *x,
+                                           void *y, int64_t *idx);
+/* grad_out (planes, OH, OW), idx -> grad_in (planes, H, W), each input
+ * element the float32 sum, in output order, of the gradients whose index
+ * points at it (the CPU's order, so float32 gives the CPU's bits).  With the
+ * forward's geometry (s->kh > 0) each input element gathers from the
+ * outputs whose window can hold it; without it (s->kh == 0), one thread per
+ * plane scans the plane's outputs.  No atomics: deterministic.  An index
+ * outside its plane is skipped (and reported: ampc_nn_error). */
+typedef int (*ampc_cuda_max_pool2d_bwd_fn)(const ampc_pool2d_shape *s,
+                                           ampc_dtype dt,
+                                           const void *grad_out,
+                                           const int64_t *idx,
+                                           void *grad_in);
+/* kernels.h ampc_softmax_fwd_fn / ampc_softmax_bwd_fn on device memory */
+typedef int (*ampc_cuda_softmax_fwd_fn)(int log, ampc_dtype xdt,
+                                        ampc_dtype ydt, int64_t outer,
+                                        int64_t r, int64_t inner,
+                                        const void *x, void *y);
+typedef int (*ampc_cuda_softmax_bwd_fn)(int log, ampc_dtype dt,
+                                        int64_t outer, int64_t r,
+                                        int64_t inner, const void *grad_y,
+                                        const void *y, void *grad_x);
+
+/* The class-index losses (nll_loss, cross_entropy), forward and backward,
+ * reduced on the device: rows in double, summed by one block in a fixed
+ * order (deterministic), no host round trip.  A row whose target is
+ * neither ignore_index nor in [0, C) gets a NaN loss (a zero gradient) and
+ * is reported through ampc_nn_error. */
+typedef struct {
+    ampc_class_loss_shape s;    /* N, C, ignore_index, label_smoothing */
+    int reduction;              /* 0 'none', 1 'mean', 2 'sum' */
+    ampc_dtype dt;              /* input, logp, weight, loss and grad */
+    const void *input;          /* (N, C): nll and xent backward the log-
+                                 * probabilities, xent forward the logits */
+    const int64_t *target;      /* (N) */
+    const void *weight;         /* (C), or NULL for ones */
+    /* forward */
+    void *logp;                 /* xent: (N, C) log_softmax of the logits */
+    void *loss;                 /* (N) for 'none', else one element */
+    float *total_weight;        /* one element: the sum of w[t] over the
+                                 * rows not ignored (0 for 'none') */
+    /* backward */
+    const void *grad_out;       /* of gdt: (N) at grad_stride for 'none',
+                                 * else one element */
+    ampc_dtype gdt;
+    int64_t grad_stride;
+    const void *total_in;       /* 'mean': one element of tdt (device), or
+                                 * NULL: then total_host, or recomputed
+                                 * from target and weight when
+                                 * total_recompute */
+    ampc_dtype tdt;
+    int total_recompute;
+    double total_host;
+    void *grad;                 /* (N, C) */
+} ampc_cuda_class_loss_args;
+
+typedef int (*ampc_cuda_class_loss_fn)(const ampc_cuda_class_loss_args *a);
+
+/* mse_loss: x, t (n) -> out, (n) for reduction 0 ('none'), else one
+ * element: the sum of (x - t)^2 in double (fixed order), divided by n for
+ * 'mean' (0 / 0 = NaN when n == 0, as torch). */
+typedef int (*ampc_cuda_mse_fwd_fn)(ampc_dtype dt, int64_t n, int reduction,
+                                    const void *x, const void *t, void *out);
+/* grad_x (n) = (scale * (x - t)) * g: for 'none' grad (n) of dt and scale
+ * 2; else grad is one element of gdt and scale = 2 * grad (/ n for 'mean'),
+ * formed on the device in double. */
+typedef int (*ampc_cuda_mse_bwd_fn)(ampc_dtype dt, int64_t n, int reduction,
+                                    const void *x, const void *t,
+                                    const void *grad, ampc_dtype gdt,
+                                    void *grad_x);
+
+/* kernels.h ampc_sgd_step_fn / ampc_adam_step_fn on device memory; the
+ * args' grad_scale, found_inf and step are device pointers (or NULL), so a
+ * step needs no host sync and can be captured in a CUDA graph. */
+typedef int (*ampc_cuda_sgd_step_fn)(const ampc_sgd_args *a, ampc_dtype dt,
+                                     int64_t n, void *param,
+                                     const void *grad,
+                                     void *momentum_buffer);
+typedef int (*ampc_cuda_adam_step_fn)(const ampc_adam_args *a,
+                                      ampc_dtype dt, int64_t n, void *param,
+                                      const void *grad, void *exp_avg,
+                                      void *exp_avg_sq,
+                                      void *max_exp_avg_sq);
 
 // ----------------------------------------------------------------------------
 // the table: one slot per line of cuda_ops.def

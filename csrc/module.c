@@ -55,6 +55,16 @@ ampc_cuda_count(void)
 #endif /* AMPC_WITH_CUDA */
 }
 
+int
+ampc_cuda_current_index(void)
+{
+#ifdef AMPC_WITH_CUDA
+    return ampc_cuda_count() > 0 ? ampc_cuda_get_device() : 0;
+#else
+    return 0;
+#endif /* AMPC_WITH_CUDA */
+}
+
 // ----------------------------------------------------------------------------
 // module functions
 
@@ -202,6 +212,166 @@ mod_cuda_device_count(PyObject *module, PyObject *unused)
     return PyLong_FromLong(ampc_cuda_count());
 }
 
+// ----------------------------------------------------------------------------
+// CUDA devices and memory (the raw half of ampc.cuda)
+
+/* The device index argument of a _C.cuda_* function: -1 with RuntimeError
+ * naming fn when CUDA is not built or there is no such device. */
+static int
+cuda_index_arg(PyObject *obj, const char *fn)
+{
+    int count = ampc_cuda_count();
+    if (count <= 0) {
+        PyErr_Format(PyExc_RuntimeError, "%s(): %s", fn,
+                     ampc_cuda_built()
+                         ? "no CUDA GPU was found on this machine"
+                         : "ampc was built without CUDA support");
+        return -1;
+    }
+    long index = PyLong_AsLong(obj);
+    if (index == -1 && PyErr_Occurred()) {
+        return -1;
+    }
+    if (index < 0 || index >= count || index >= AMPC_MAX_CUDA_INDEX) {
+        PyErr_Format(PyExc_RuntimeError,
+                     "%s(): invalid device index %ld: this machine has %d "
+                     "CUDA device%s",
+                     fn, index, count, count == 1 ? "" : "s");
+        return -1;
+    }
+    return (int)index;
+}
+
+static PyObject *
+mod_cuda_synchronize(PyObject *module, PyObject *arg)
+{
+    int index = cuda_index_arg(arg, "synchronize");
+    if (index < 0) {
+        return NULL;
+    }
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = ampc_cuda.synchronize(index);
+    Py_END_ALLOW_THREADS
+    if (rc != 0) {
+        return ampc_cuda_raise("synchronize", rc);
+    }
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+mod_cuda_set_device(PyObject *module, PyObject *arg)
+{
+    int index = cuda_index_arg(arg, "set_device");
+    if (index < 0) {
+        return NULL;
+    }
+    int rc = ampc_cuda.set_device(index);
+    if (rc != 0) {
+        return ampc_cuda_raise("set_device", rc);
+    }
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+mod_cuda_current_device(PyObject *module, PyObject *unused)
+{
+    PyObject *zero = PyLong_FromLong(0);
+    int ok = zero != NULL && cuda_index_arg(zero, "current_device") >= 0;
+    Py_XDECREF(zero);
+    if (!ok) {
+        return NULL;
+    }
+#ifdef AMPC_WITH_CUDA
+    return PyLong_FromLong(ampc_cuda_get_device());
+#else
+    Py_RETURN_NONE;     /* unreachable: cuda_index_arg refused */
+#endif /* AMPC_WITH_CUDA */
+}
+
+static PyObject *
+mod_cuda_device_name(PyObject *module, PyObject *arg)
+{
+    int index = cuda_index_arg(arg, "get_device_name");
+    if (index < 0) {
+        return NULL;
+    }
+#ifdef AMPC_WITH_CUDA
+    char name[256];
+    int rc = ampc_cuda_device_name(index, name, sizeof(name));
+    if (rc != 0) {
+        return ampc_cuda_raise("get_device_name", rc);
+    }
+    return PyUnicode_FromString(name);
+#else
+    Py_RETURN_NONE;
+#endif /* AMPC_WITH_CUDA */
+}
+
+static PyObject *
+mod_cuda_device_capability(PyObject *module, PyObject *arg)
+{
+    int index = cuda_index_arg(arg, "get_device_capability");
+    if (index < 0) {
+        return NULL;
+    }
+#ifdef AMPC_WITH_CUDA
+    int major = 0, minor = 0;
+    int rc = ampc_cuda_device_capability(index, &major, &minor);
+    if (rc != 0) {
+        return ampc_cuda_raise("get_device_capability", rc);
+    }
+    return Py_BuildValue("(ii)", major, minor);
+#else
+    Py_RETURN_NONE;
+#endif /* AMPC_WITH_CUDA */
+}
+
+/* cuda_memory_stats(index) -> (reserved, max_reserved, free, total). */
+static PyObject *
+mod_cuda_memory_stats(PyObject *module, PyObject *arg)
+{
+    int index = cuda_index_arg(arg, "memory_reserved");
+    if (index < 0) {
+        return NULL;
+    }
+#ifdef AMPC_WITH_CUDA
+    int64_t reserved = 0;
+    long long peak = 0;
+    size_t free_b = 0, total_b = 0;
+    int rc = ampc_cuda.memory_reserved(index, &reserved);
+    if (rc == 0) {
+        rc = ampc_cuda_max_memory_reserved(index, &peak);
+    }
+    if (rc == 0) {
+        rc = ampc_cuda.mem_info(index, &free_b, &total_b);
+    }
+    if (rc != 0) {
+        return ampc_cuda_raise("memory_reserved", rc);
+    }
+    return Py_BuildValue("(LLnn)", (long long)reserved, peak,
+                         (Py_ssize_t)free_b, (Py_ssize_t)total_b);
+#else
+    Py_RETURN_NONE;
+#endif /* AMPC_WITH_CUDA */
+}
+
+static PyObject *
+mod_cuda_reset_peak_reserved(PyObject *module, PyObject *arg)
+{
+    int index = cuda_index_arg(arg, "reset_peak_memory_stats");
+    if (index < 0) {
+        return NULL;
+    }
+#ifdef AMPC_WITH_CUDA
+    int rc = ampc_cuda_reset_peak_reserved(index);
+    if (rc != 0) {
+        return ampc_cuda_raise("reset_peak_memory_stats", rc);
+    }
+#endif /* AMPC_WITH_CUDA */
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef module_methods[] = {
     {"_set_classes", mod_set_classes, METH_VARARGS,
      "_set_classes(Tensor, Size): the classes C creates"},
@@ -224,6 +394,21 @@ static PyMethodDef module_methods[] = {
      "True when ampc was compiled with CUDA"},
     {"cuda_device_count", mod_cuda_device_count, METH_NOARGS,
      "the number of usable CUDA devices (0 without CUDA or a GPU)"},
+    {"cuda_synchronize", mod_cuda_synchronize, METH_O,
+     "cuda_synchronize(index): waits for the work queued on a GPU"},
+    {"cuda_set_device", mod_cuda_set_device, METH_O,
+     "cuda_set_device(index): makes a GPU current for this thread"},
+    {"cuda_current_device", mod_cuda_current_device, METH_NOARGS,
+     "the index of this thread's current GPU"},
+    {"cuda_device_name", mod_cuda_device_name, METH_O,
+     "cuda_device_name(index) -> the GPU's name"},
+    {"cuda_device_capability", mod_cuda_device_capability, METH_O,
+     "cuda_device_capability(index) -> (major, minor)"},
+    {"cuda_memory_stats", mod_cuda_memory_stats, METH_O,
+     "cuda_memory_stats(index) -> (reserved, max_reserved, free, total) "
+     "bytes"},
+    {"cuda_reset_peak_reserved", mod_cuda_reset_peak_reserved, METH_O,
+     "cuda_reset_peak_reserved(index): the reserved peak restarts"},
     {NULL},
 };
 
@@ -241,8 +426,9 @@ extern PyMethodDef ampc_optim_methods[];
 extern PyMethodDef ampc_amp_methods[];
 extern PyMethodDef ampc_autocast_functions[];
 extern PyMethodDef ampc_autocast_policy_functions[];
+extern PyMethodDef ampc_cuda_graph_methods[];
 
-static PyMethodDef all_functions[128];
+static PyMethodDef all_functions[256];
 
 static int
 join_functions(void)
@@ -254,7 +440,8 @@ join_functions(void)
                                    ampc_linalg_methods, ampc_nn_methods,
                                    ampc_optim_methods, ampc_amp_methods,
                                    ampc_autocast_functions,
-                                   ampc_autocast_policy_functions};
+                                   ampc_autocast_policy_functions,
+                                   ampc_cuda_graph_methods};
     size_t n = 0;
     for (size_t t = 0; t < sizeof(tables) / sizeof(tables[0]); t++) {
         for (const PyMethodDef *m = tables[t]; m->ml_name != NULL; m++) {
@@ -293,6 +480,9 @@ ampc_exec(PyObject *module)
         return -1;
     }
     ampc_dispatch_cuda_init();
+    if (ampc_allocator_init(module) < 0) {
+        return -1;
+    }
     if (ampc_dispatch_init() < 0) {
         return -1;
     }

@@ -191,10 +191,11 @@ static PyObject *
 np_tensor_numpy(AmpcTensorObject *self, PyObject *unused)
 {
     if (self->device.type != AMPC_DEV_CPU) {
-        PyErr_SetString(PyExc_TypeError,
-                        "can't convert cuda:0 device type tensor to numpy. "
-                        "Use Tensor.cpu() to copy the tensor to host memory "
-                        "first.");
+        PyErr_Format(PyExc_TypeError,
+                     "can't convert cuda:%d device type tensor to numpy. "
+                     "Use Tensor.cpu() to copy the tensor to host memory "
+                     "first.",
+                     self->device.index);
         return NULL;
     }
     if (self->requires_grad) {
@@ -249,9 +250,10 @@ np_to_bits(PyObject *module, PyObject *obj)
         dims[d] = (npy_intp)c->shape[d];
     }
     PyObject *arr = PyArray_SimpleNew(c->ndim, dims, NPY_UINT16);
-    if (arr != NULL) {
-        memcpy(PyArray_DATA((PyArrayObject *)arr), c->data,
-               (size_t)ampc_numel(c) * 2);
+    if (arr != NULL &&
+        ampc_read_to_host("to_bits", c, PyArray_DATA((PyArrayObject *)arr),
+                          (size_t)ampc_numel(c) * 2) < 0) {
+        Py_CLEAR(arr);
     }
     Py_DECREF(c);
     return arr;

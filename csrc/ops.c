@@ -16,20 +16,7 @@
 // argument helpers
 
 int
-ampc_check_cpu(const char *fn, const char *arg, AmpcTensorObject *t)
-{
-    if (t->device.type != AMPC_DEV_CPU) {
-        PyErr_Format(PyExc_RuntimeError,
-                     "%s(): argument '%s' is on cuda:%d, but this op runs "
-                     "on the CPU only in this build",
-                     fn, arg, t->device.index);
-        return -1;
-    }
-    return 0;
-}
-
-int
-ampc_check_tensor(const char *fn, const char *arg, PyObject *v)
+ampc_check_tensor_any(const char *fn, const char *arg, PyObject *v)
 {
     if (!ampc_tensor_check(v)) {
         PyErr_Format(PyExc_TypeError,
@@ -37,7 +24,35 @@ ampc_check_tensor(const char *fn, const char *arg, PyObject *v)
                      arg, Py_TYPE(v)->tp_name);
         return -1;
     }
-    return ampc_check_cpu(fn, arg, AMPC_TENSOR(v));
+    return 0;
+}
+
+void
+ampc_device_str(char *buf, size_t size, ampc_device dev)
+{
+    if (dev.type == AMPC_DEV_CPU) {
+        snprintf(buf, size, "cpu");
+    }
+    else {
+        snprintf(buf, size, "cuda:%d", dev.index);
+    }
+}
+
+int
+ampc_check_same_device(const AmpcTensorObject *a, const AmpcTensorObject *b)
+{
+    if (a->device.type == b->device.type &&
+        a->device.index == b->device.index) {
+        return 0;
+    }
+    char x[16], y[16];
+    ampc_device_str(x, sizeof(x), a->device);
+    ampc_device_str(y, sizeof(y), b->device);
+    PyErr_Format(PyExc_RuntimeError,
+                 "Expected all tensors to be on the same device, but found "
+                 "at least two devices, %s and %s!",
+                 x, y);
+    return -1;
 }
 
 int
@@ -69,11 +84,26 @@ ampc_parse_device(PyObject *obj, ampc_device *dev, const char *fn)
                                "nvcc on PATH to build it)");
             return -1;
         }
-        PyErr_Format(PyExc_RuntimeError,
-                     "%s(): CUDA tensors are not supported by this version "
-                     "of ampc yet",
-                     fn);
-        return -1;
+        long index = ampc_cuda_current_index();
+        if (s[4] == ':') {
+            char *end = NULL;
+            index = strtol(s + 5, &end, 10);
+            if (s[5] < '0' || s[5] > '9' || *end != '\0') {
+                PyErr_Format(PyExc_RuntimeError,
+                             "%s(): Invalid device string: '%s'", fn, s);
+                return -1;
+            }
+        }
+        if (index >= count || index >= AMPC_MAX_CUDA_INDEX) {
+            PyErr_Format(PyExc_RuntimeError,
+                         "%s(): CUDA error: invalid device ordinal: '%s' "
+                         "(this machine has %d CUDA device%s)",
+                         fn, s, count, count == 1 ? "" : "s");
+            return -1;
+        }
+        dev->type = AMPC_DEV_CUDA;
+        dev->index = (int8_t)index;
+        return 0;
     }
     PyErr_Format(PyExc_RuntimeError,
                  "%s(): Expected one of cpu, cuda device type at start of "
@@ -127,7 +157,104 @@ ampc_run_iter(ampc_iter *it, ampc_inner_fn fn, void *ctx, int64_t numel)
     }
 }
 
-/* Copies src into dst, which src broadcasts to. */
+/* The copy slot over an iteration whose operands are all on dst's GPU. */
+static int
+cuda_copy_iter(AmpcTensorObject *dst, AmpcTensorObject *src)
+{
+    if (ampc_cuda_enter("copy_", dst->device) < 0) {
+        return -1;
+    }
+    AmpcTensorObject *ops[2] = {dst, src};
+    ampc_iter it;
+    ampc_iter_init(&it, 2, ops);
+    int rc = ampc_cuda.copy(src->dtype, dst->dtype, &it);
+    if (rc != 0) {
+        ampc_cuda_raise("copy_", rc);
+        return -1;
+    }
+    return 0;
+}
+
+/* src (any layout) cast to dtype dt, contiguous, on src's device: src itself
+ * when it already is.  New reference. */
+static AmpcTensorObject *
+contiguous_as(AmpcTensorObject *src, ampc_dtype dt)
+{
+    if (src->dtype == dt && ampc_is_contiguous(src)) {
+        Py_INCREF(src);
+        return src;
+    }
+    AmpcTensorObject *out = ampc_tensor_empty(src->ndim, src->shape, dt,
+                                              src->device);
+    if (out != NULL && ampc_copy_into(out, src) < 0) {
+        Py_CLEAR(out);
+    }
+    return out;
+}
+
+/* Between devices: src is cast and made contiguous on its own device (so a
+ * float32 -> float16 move sends half the bytes from a GPU), sent with one
+ * memcpy, and broadcast or scattered into dst's layout on dst's device
+ * when dst is not simply a contiguous tensor of src's shape. */
+static int
+copy_across(AmpcTensorObject *dst, AmpcTensorObject *src)
+{
+    AmpcTensorObject *s = contiguous_as(src, dst->dtype);
+    if (s == NULL) {
+        return -1;
+    }
+    int direct = ampc_is_contiguous(dst) && ampc_numel(dst) == ampc_numel(s);
+    AmpcTensorObject *d = direct ? (AmpcTensorObject *)Py_NewRef(dst)
+                                 : ampc_tensor_empty(s->ndim, s->shape,
+                                                     dst->dtype, dst->device);
+    if (d == NULL) {
+        Py_DECREF(s);
+        return -1;
+    }
+    size_t nbytes = (size_t)ampc_numel(s) * ampc_dtype_size[s->dtype];
+    int rc = 0;
+    const char *fn = "copy_";
+    if (s->device.type == AMPC_DEV_CUDA && d->device.type == AMPC_DEV_CPU) {
+        rc = ampc_read_to_host(fn, s, d->data, nbytes);
+    }
+    else {
+        if (s->device.type == AMPC_DEV_CUDA) {
+            /* GPU to GPU: the source's stream must have produced s before
+             * the destination's stream reads it */
+            int code = ampc_cuda.synchronize(s->device.index);
+            if (code != 0) {
+                ampc_cuda_raise(fn, code);
+                rc = -1;
+            }
+        }
+        if (rc == 0 && ampc_cuda_enter(fn, d->device) < 0) {
+            rc = -1;
+        }
+        if (rc == 0) {
+            ampc_copy_kind kind = s->device.type == AMPC_DEV_CPU
+                                      ? AMPC_COPY_H2D
+                                      : AMPC_COPY_D2D;
+            int code = ampc_cuda.memcpy(d->data, s->data, nbytes, kind);
+            if (code == 0 && kind == AMPC_COPY_D2D) {
+                /* ...and s, owned by the other device's stream, must not
+                 * be reused there while this stream still reads it */
+                code = ampc_cuda.synchronize(d->device.index);
+            }
+            if (code != 0) {
+                ampc_cuda_raise(fn, code);
+                rc = -1;
+            }
+        }
+    }
+    Py_DECREF(s);
+    if (rc == 0 && !direct) {
+        rc = ampc_copy_into(dst, d);
+    }
+    Py_DECREF(d);
+    return rc;
+}
+
+/* Copies src into dst, which src broadcasts to; between any two devices. */
 int
 ampc_copy_into(AmpcTensorObject *dst, AmpcTensorObject *src)
 {
@@ -151,12 +278,54 @@ ampc_copy_into(AmpcTensorObject *dst, AmpcTensorObject *src)
                      a, b);
         return -1;
     }
-    AmpcTensorObject *ops[2] = {dst, src};
-    ampc_iter it;
-    ampc_iter_init(&it, 2, ops);
-    cast_ctx c = {src->dtype, dst->dtype};
-    ampc_run_iter(&it, cast_inner, &c, ampc_numel(dst));
+    if (!ampc_same_device(dst, src)) {
+        if (copy_across(dst, src) < 0) {
+            return -1;
+        }
+    }
+    else if (ampc_is_cuda(dst)) {
+        if (cuda_copy_iter(dst, src) < 0) {
+            return -1;
+        }
+    }
+    else {
+        AmpcTensorObject *ops[2] = {dst, src};
+        ampc_iter it;
+        ampc_iter_init(&it, 2, ops);
+        cast_ctx c = {src->dtype, dst->dtype};
+        ampc_run_iter(&it, cast_inner, &c, ampc_numel(dst));
+    }
     dst->storage->version++;
+    return 0;
+}
+
+int
+ampc_read_to_host(const char *fn, const AmpcTensorObject *t, void *dst,
+                  size_t nbytes)
+{
+    if (nbytes == 0) {
+        return 0;
+    }
+    if (!ampc_is_cuda(t)) {
+        memcpy(dst, t->data, nbytes);
+        return 0;
+    }
+    /* t's device made current first: the capture check looks at the
+     * current device's stream, which is the one the read queues on */
+    if (ampc_cuda_enter(fn, t->device) < 0 ||
+        ampc_cuda_check_not_capturing(fn) < 0) {
+        return -1;
+    }
+    ampc_cuda_host_reads++;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    /* waits for the stream: the GIL is released meanwhile */
+    rc = ampc_cuda.memcpy(dst, t->data, nbytes, AMPC_COPY_D2H);
+    Py_END_ALLOW_THREADS
+    if (rc != 0) {
+        ampc_cuda_raise(fn, rc);
+        return -1;
+    }
     return 0;
 }
 
@@ -218,7 +387,7 @@ op_cast(PyObject *module, PyObject *args)
     PyObject *t_obj, *dt_obj;
     ampc_dtype dt;
     if (!PyArg_ParseTuple(args, "OO:cast", &t_obj, &dt_obj) ||
-        ampc_check_tensor("cast", "self", t_obj) < 0 ||
+        ampc_check_tensor_any("cast", "self", t_obj) < 0 ||
         ampc_dtype_from_object(dt_obj, &dt, "cast", "dtype") < 0) {
         return NULL;
     }
@@ -236,8 +405,8 @@ op_copy_(PyObject *module, PyObject *args)
 {
     PyObject *dst_obj, *src_obj;
     if (!PyArg_ParseTuple(args, "OO:copy_", &dst_obj, &src_obj) ||
-        ampc_check_tensor("copy_", "self", dst_obj) < 0 ||
-        ampc_check_tensor("copy_", "src", src_obj) < 0) {
+        ampc_check_tensor_any("copy_", "self", dst_obj) < 0 ||
+        ampc_check_tensor_any("copy_", "src", src_obj) < 0) {
         return NULL;
     }
     AmpcTensorObject *dst = AMPC_TENSOR(dst_obj);
@@ -253,12 +422,38 @@ op_copy_(PyObject *module, PyObject *args)
     return rc < 0 ? NULL : Py_NewRef(dst_obj);
 }
 
+/* t (on a GPU) = the one element at host_value (t's dtype).  The value
+ * is a kernel argument (the fill slot), so nothing waits and a captured
+ * CUDA graph keeps it. */
+static int
+fill_cuda(AmpcTensorObject *t, const char *host_value, const char *fn)
+{
+    if (ampc_cuda_enter(fn, t->device) < 0) {
+        return -1;
+    }
+    uint64_t bits = 0;
+    memcpy(&bits, host_value, ampc_dtype_size[t->dtype]);
+    AmpcTensorObject *ops[1] = {t};
+    ampc_iter it;
+    ampc_iter_init(&it, 1, ops);
+    int rc = ampc_cuda.fill(t->dtype, &it, bits);
+    if (rc != 0) {
+        ampc_cuda_raise(fn, rc);
+        return -1;
+    }
+    t->storage->version++;
+    return 0;
+}
+
 int
 ampc_fill_value(AmpcTensorObject *t, PyObject *value, const char *fn)
 {
     char buf[8];
     if (ampc_scalar_from_python(value, t->dtype, buf, fn, "value") < 0) {
         return -1;
+    }
+    if (ampc_is_cuda(t)) {
+        return fill_cuda(t, buf, fn);
     }
     AmpcTensorObject scalar;
     ampc_scalar_operand(&scalar, t->dtype, buf);
@@ -276,7 +471,7 @@ op_fill_(PyObject *module, PyObject *args)
 {
     PyObject *t_obj, *value;
     if (!PyArg_ParseTuple(args, "OO:fill_", &t_obj, &value) ||
-        ampc_check_tensor("fill_", "self", t_obj) < 0) {
+        ampc_check_tensor_any("fill_", "self", t_obj) < 0) {
         return NULL;
     }
     if (ampc_tensor_check(value)) {
@@ -288,7 +483,23 @@ op_fill_(PyObject *module, PyObject *args)
                          v->ndim);
             return NULL;
         }
-        PyObject *item = ampc_scalar_to_python(v->dtype, v->data);
+        AmpcTensorObject *t = AMPC_TENSOR(t_obj);
+        if (ampc_is_cuda(v) && ampc_same_device(t, v)) {
+            /* on the device, cast and broadcast: no wait for the GPU */
+            if (ampc_has_internal_overlap(t)) {
+                return NULL;
+            }
+            AmpcTensorObject *src = ampc_unalias(v, t);
+            int rc = src == NULL ? -1 : ampc_copy_into(t, src);
+            Py_XDECREF(src);
+            return rc < 0 ? NULL : Py_NewRef(t_obj);
+        }
+        char buf[8];
+        if (ampc_read_to_host("fill_", v, buf,
+                              ampc_dtype_size[v->dtype]) < 0) {
+            return NULL;
+        }
+        PyObject *item = ampc_scalar_to_python(v->dtype, buf);
         if (item == NULL) {
             return NULL;
         }
@@ -444,11 +655,23 @@ op_arange(PyObject *module, PyObject *args)
         return NULL;
     }
     int64_t n = (int64_t)count;
-    AmpcTensorObject *t = ampc_tensor_empty(1, &n, dt, dev);
-    if (t != NULL) {
-        ampc_cpu.arange(dt, n, t->data, start, step);
+    ampc_device cpu = {AMPC_DEV_CPU, 0};
+    AmpcTensorObject *t = ampc_tensor_empty(1, &n, dt, cpu);
+    if (t == NULL) {
+        return NULL;
     }
-    return (PyObject *)t;
+    ampc_cpu.arange(dt, n, t->data, start, step);
+    if (dev.type == AMPC_DEV_CPU) {
+        return (PyObject *)t;
+    }
+    /* NOTE: made on the CPU and copied over (one queued H2D copy), so the
+     * GPU's values are the CPU's bit for bit; arange is never hot. */
+    AmpcTensorObject *g = ampc_tensor_empty(1, &n, dt, dev);
+    if (g != NULL && ampc_copy_into(g, t) < 0) {
+        Py_CLEAR(g);
+    }
+    Py_DECREF(t);
+    return (PyObject *)g;
 }
 
 // ----------------------------------------------------------------------------
@@ -457,19 +680,9 @@ op_arange(PyObject *module, PyObject *args)
 static PyObject *
 memory_query(PyObject *arg, const char *fn, int what)
 {
-    ampc_device dev = {AMPC_DEV_CPU, 0};
-    if (arg != NULL && arg != Py_None) {
-        const char *s = PyUnicode_Check(arg) ? PyUnicode_AsUTF8(arg) : NULL;
-        if (s == NULL ||
-            (strcmp(s, "cpu") != 0 && strncmp(s, "cuda", 4) != 0)) {
-            PyErr_Format(PyExc_ValueError,
-                         "%s(): device must be 'cpu' or 'cuda', got %R", fn,
-                         arg);
-            return NULL;
-        }
-        if (s[0] == 'c' && s[1] == 'u') {
-            dev.type = AMPC_DEV_CUDA;
-        }
+    ampc_device dev;
+    if (ampc_parse_device(arg, &dev, fn) < 0) {
+        return NULL;
     }
     switch (what) {
     case 0:
@@ -516,7 +729,71 @@ static PyObject *
 op_empty_cache(PyObject *module, PyObject *unused)
 {
     ampc_empty_cache();
+    if (ampc_cuda.empty_cache != NULL && ampc_cuda_count() > 0) {
+        int rc = ampc_cuda.empty_cache();
+        if (rc != 0) {
+            return ampc_cuda_raise("empty_cache", rc);
+        }
+    }
     Py_RETURN_NONE;
+}
+
+// ----------------------------------------------------------------------------
+// pinned memory
+
+/* pin_memory(t) -> a contiguous copy of CPU tensor t in pinned memory. */
+static PyObject *
+op_pin_memory(PyObject *module, PyObject *t_obj)
+{
+    if (ampc_check_tensor_any("pin_memory", "self", t_obj) < 0) {
+        return NULL;
+    }
+    AmpcTensorObject *t = AMPC_TENSOR(t_obj);
+    if (ampc_is_cuda(t)) {
+        char d[16];
+        ampc_device_str(d, sizeof(d), t->device);
+        PyErr_Format(PyExc_RuntimeError,
+                     "pin_memory(): cannot pin '%s' memory: only CPU "
+                     "tensors can be pinned",
+                     d);
+        return NULL;
+    }
+    ampc_storage *st = ampc_storage_new_pinned(
+        (size_t)ampc_numel(t) * ampc_dtype_size[t->dtype]);
+    if (st == NULL) {
+        return NULL;
+    }
+    /* an empty tensor re-pointed at the pinned storage */
+    int64_t zero = 0;
+    AmpcTensorObject *out = ampc_tensor_empty(1, &zero, t->dtype, t->device);
+    if (out == NULL) {
+        ampc_storage_decref(st);
+        return NULL;
+    }
+    ampc_storage_decref(out->storage);
+    out->storage = st;
+    out->data = st->data;
+    out->ndim = t->ndim;
+    int64_t stride = 1;
+    for (int d = t->ndim - 1; d >= 0; d--) {
+        out->shape[d] = t->shape[d];
+        out->strides[d] = stride;
+        stride *= t->shape[d] > 0 ? t->shape[d] : 1;
+    }
+    if (ampc_copy_into(out, t) < 0) {
+        Py_DECREF(out);
+        return NULL;
+    }
+    return (PyObject *)out;
+}
+
+static PyObject *
+op_is_pinned(PyObject *module, PyObject *t_obj)
+{
+    if (ampc_check_tensor_any("is_pinned", "self", t_obj) < 0) {
+        return NULL;
+    }
+    return PyBool_FromLong(AMPC_TENSOR(t_obj)->storage->pinned);
 }
 
 // ----------------------------------------------------------------------------
@@ -540,6 +817,10 @@ PyMethodDef ampc_ops_methods[] = {
     {"reset_peak_memory_stats", op_reset_peak_memory_stats, METH_VARARGS,
      "resets the peak to the live bytes"},
     {"empty_cache", op_empty_cache, METH_NOARGS,
-     "returns the CPU allocator's cached free blocks to the system"},
+     "returns the cached free blocks (CPU, and every GPU's) to the system"},
+    {"pin_memory", op_pin_memory, METH_O,
+     "pin_memory(t) -> a contiguous copy of CPU tensor t in pinned memory"},
+    {"is_pinned", op_is_pinned, METH_O,
+     "is_pinned(t) -> True when t's storage is pinned host memory"},
     {NULL},
 };

@@ -11,9 +11,16 @@
 
 #define OPS_BUF 1024      /* elements per stack buffer in chunked loops */
 
-/* -1 with TypeError unless v is a CPU tensor. */
-int ampc_check_tensor(const char *fn, const char *arg, PyObject *v);
 int ampc_same_device(AmpcTensorObject *a, AmpcTensorObject *b);
+/* -1 with TypeError unless v is a Tensor (on any device). */
+int ampc_check_tensor_any(const char *fn, const char *arg, PyObject *v);
+/* -1 with PyTorch's RuntimeError ("Expected all tensors to be on the same
+ * device, but found at least two devices, cuda:0 and cpu!") unless a and b
+ * are on one device. */
+int ampc_check_same_device(const AmpcTensorObject *a,
+                           const AmpcTensorObject *b);
+/* "cpu" or "cuda:N" into buf. */
+void ampc_device_str(char *buf, size_t size, ampc_device dev);
 /* A 0-d stand-in for a scalar operand, for ampc_iter_init only.
  * NOTE: never exposed to Python and never reference counted. */
 void ampc_scalar_operand(AmpcTensorObject *t, ampc_dtype dt, char *buf);

@@ -500,10 +500,13 @@ tensor_item(AmpcTensorObject *self, PyObject *unused)
                      (long long)ampc_numel(self));
         return NULL;
     }
-    if (ampc_check_cpu("item", "self", self) < 0) {
+    /* a host read: waits for the GPU when self is on one */
+    char buf[8];
+    if (ampc_read_to_host("item", self, buf,
+                          ampc_dtype_size[self->dtype]) < 0) {
         return NULL;
     }
-    return ampc_scalar_to_python(self->dtype, self->data);
+    return ampc_scalar_to_python(self->dtype, buf);
 }
 
 /* _set_data(other): self now holds other's storage, shape, strides and

@@ -39,6 +39,22 @@ int ampc_cuda_driver_version(void);
  * buf; returns 0 or an error code. */
 int ampc_cuda_device_name(int index, char *buf, size_t size);
 
+/* Device `index`'s compute capability (9, 0 for an H200); 0 or an error
+ * code. */
+int ampc_cuda_device_capability(int index, int *major, int *minor);
+
+/* This thread's current device (what set_device made current; 0 at
+ * first). */
+int ampc_cuda_get_device(void);
+
+// ----------------------------------------------------------------------------
+// allocator statistics (allocator.cu)
+
+/* The peak of memory_reserved on device `index` since the last reset, and
+ * the reset (to the current reserved bytes); 0 or an error code. */
+int ampc_cuda_max_memory_reserved(int index, long long *peak);
+int ampc_cuda_reset_peak_reserved(int index);
+
 // ----------------------------------------------------------------------------
 // errors (device.cu)
 

@@ -1,4 +1,4 @@
-/* common.cuh - what every cuda/*.cu file shares: the CHECK macros, which
+/* common.cuh - what every .cu file in cuda/ shares: the CHECK macros, which
  * record where a call failed and *return* its error code (never exit), and
  * small helpers.  The cuBLAS(Lt) and cuDNN parts exist only when setup.py
  * found those libraries and defined AMPC_HAVE_CUBLAS / AMPC_HAVE_CUBLASLT /
@@ -47,13 +47,21 @@ int ampc_cuda_current_device(void);
 int ampc_cuda_scratch_alloc(size_t nbytes, void **ptr);
 int ampc_cuda_scratch_free(void *ptr);
 /* Private memory pools for CUDA graphs (allocator.cu).  Between pool_begin
- * and pool_end, this thread's allocations come from the new pool `*pool`
+ * and pool_end, this thread's allocations come from the pool `*pool` (a
+ * new one when *pool is NULL on entry, else that one: graphs sharing memory)
  * and every block freed (whatever pool it came from) is kept by that pool,
  * so a captured graph's memory is never handed to other work; pool_release
  * (when the graph is destroyed) returns the pool's blocks to the cache. */
 int ampc_cuda_pool_begin(void **pool);
 int ampc_cuda_pool_end(void);
 int ampc_cuda_pool_release(void *pool);
+/* Device indices ampc handles (allocator and stream tables). */
+#define AMPC_CUDA_MAX_DEVICES 64
+/* Device `index`'s ampc stream if it has been created, else NULL (nothing
+ * of ampc's was queued there); creates nothing (device.cu). */
+cudaStream_t ampc_cuda_stream_if_created(int index);
+/* Frees the idle cached pinned host blocks (copy.cu; empty_cache). */
+int ampc_cuda_host_empty_cache(void);
 
 /* Remembers "file:line: expr: text" of a failed call for
  * ampc_cuda_last_error() (device.cu). */

@@ -1,8 +1,14 @@
 /* device.cu - device queries and error reporting for the C side
- * (ampc_cuda.h).  Everything here must work on a machine with no GPU and no
- * driver: a CUDA build then imports and runs as CPU-only.
+ * (ampc_cuda.h), the current device of each host thread (slot set_device),
+ * the one ampc stream per device that all work is queued on, and the slots
+ * synchronize, mem_info and last_error.  The queries must work on a machine
+ * with no GPU and no driver: a CUDA build then imports and runs as
+ * CPU-only.
  */
 #include <stdio.h>
+
+#include <atomic>
+#include <mutex>
 
 #include "common.cuh"
 
@@ -97,4 +103,149 @@ ampc_cuda_device_name(int index, char *buf, size_t size)
     AMPC_CUDA_CHECK(cudaGetDeviceProperties(&prop, index));
     snprintf(buf, size, "%s", prop.name);
     return 0;
+}
+
+extern "C" int
+ampc_mem_info_cuda(int index, size_t *free_bytes, size_t *total_bytes)
+{
+    int prev = ampc_cuda_current_device();
+    int rc = ampc_set_device_cuda(index);
+    if (rc != 0) {
+        return rc;
+    }
+    cudaError_t err = cudaMemGetInfo(free_bytes, total_bytes);
+    if (err != cudaSuccess) {
+        (void)cudaGetLastError();
+        ampc_cuda_record_error(__FILE__, __LINE__, "cudaMemGetInfo",
+                               (int)err);
+    }
+    rc = ampc_set_device_cuda(prev);
+    return err != cudaSuccess ? (int)err : rc;
+}
+
+// ----------------------------------------------------------------------------
+// the current device and the ampc stream of each device
+
+/* NOTE: a cache of cudaGetDevice(): code outside ampc that calls
+ * cudaSetDevice on this thread is not seen; ampc always goes through
+ * ampc_set_device_cuda (ampc_cuda_enter), which sets the runtime's device
+ * too, so the two agree for everything ampc queues. */
+static thread_local int current_device = -1;
+
+static std::once_flag stream_once[AMPC_CUDA_MAX_DEVICES];
+/* atomic: ampc_cuda_stream_if_created() reads them without the once_flag */
+static std::atomic<cudaStream_t> streams[AMPC_CUDA_MAX_DEVICES];
+
+int
+ampc_cuda_current_device(void)
+{
+    if (current_device < 0) {
+        int d = 0;
+        if (cudaGetDevice(&d) != cudaSuccess) {
+            (void)cudaGetLastError();
+            d = 0;
+        }
+        current_device = d;
+    }
+    return current_device;
+}
+
+extern "C" int
+ampc_set_device_cuda(int index)
+{
+    if (index == current_device) {
+        return 0;
+    }
+    if (index < 0 || index >= AMPC_CUDA_MAX_DEVICES) {
+        ampc_cuda_record_error(__FILE__, __LINE__, "set_device(index)",
+                               (int)cudaErrorInvalidDevice);
+        return (int)cudaErrorInvalidDevice;
+    }
+    AMPC_CUDA_CHECK(cudaSetDevice(index));
+    current_device = index;
+    return 0;
+}
+
+cudaStream_t
+ampc_cuda_stream(void)
+{
+    int d = ampc_cuda_current_device();
+    /* Non-blocking: it never waits for the legacy default stream (which
+     * would also make graph capture fail).  Created once per device, by
+     * whichever thread gets there first; the device is current here. */
+    std::call_once(stream_once[d], [d]() {
+        cudaStream_t s = nullptr;
+        cudaError_t err = cudaStreamCreateWithFlags(&s,
+                                                    cudaStreamNonBlocking);
+        if (err != cudaSuccess) {
+            /* NOTE: falls back to the legacy default stream, which is
+             * correct (it orders everything) but cannot be captured; the
+             * failure is kept for the next error message. */
+            (void)cudaGetLastError();
+            ampc_cuda_record_error(__FILE__, __LINE__,
+                                   "cudaStreamCreateWithFlags", (int)err);
+            s = nullptr;
+        }
+        streams[d].store(s, std::memory_order_release);
+    });
+    return streams[d].load(std::memory_order_relaxed);
+}
+
+cudaStream_t
+ampc_cuda_stream_if_created(int index)
+{
+    if (index < 0 || index >= AMPC_CUDA_MAX_DEVICES) {
+        return nullptr;
+    }
+    /* NULL when no thread has created it yet: then nothing of ampc's can
+     * be queued there */
+    return streams[index].load(std::memory_order_acquire);
+}
+
+extern "C" int
+ampc_synchronize_cuda(int index)
+{
+    int count = ampc_cuda_device_count();
+    if (index < 0 || index >= count || index >= AMPC_CUDA_MAX_DEVICES) {
+        ampc_cuda_record_error(__FILE__, __LINE__, "synchronize(index)",
+                               (int)cudaErrorInvalidDevice);
+        return (int)cudaErrorInvalidDevice;
+    }
+    int prev = ampc_cuda_current_device();
+    int rc = ampc_set_device_cuda(index);
+    if (rc != 0) {
+        return rc;
+    }
+    /* The device's ampc stream, created if need be, so that a sticky error
+     * of this device is reported here too. */
+    cudaError_t err = cudaStreamSynchronize(ampc_cuda_stream());
+    if (err != cudaSuccess) {
+        (void)cudaGetLastError();
+        ampc_cuda_record_error(__FILE__, __LINE__, "cudaStreamSynchronize",
+                               (int)err);
+    }
+    rc = ampc_set_device_cuda(prev);
+    return err != cudaSuccess ? (int)err : rc;
+}
+
+extern "C" const char *
+ampc_last_error_cuda(void)
+{
+    return ampc_cuda_last_error();
+}
+
+extern "C" int
+ampc_cuda_device_capability(int index, int *major, int *minor)
+{
+    AMPC_CUDA_CHECK(cudaDeviceGetAttribute(
+        major, cudaDevAttrComputeCapabilityMajor, index));
+    AMPC_CUDA_CHECK(cudaDeviceGetAttribute(
+        minor, cudaDevAttrComputeCapabilityMinor, index));
+    return 0;
+}
+
+extern "C" int
+ampc_cuda_get_device(void)
+{
+    return ampc_cuda_current_device();
 }

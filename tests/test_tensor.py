@@ -498,11 +498,16 @@ def test_cuda_roundtrip():
     t = ampc.arange(10, dtype=ampc.float32)
     g = t.cuda()
     assert g.is_cuda and g.device == ampc.device("cuda", 0)
+    assert g.dtype is ampc.float32 and g.data_ptr() != t.data_ptr()
     assert "device='cuda:0'" in repr(g)
-    assert g.cpu().tolist() == t.tolist()
+    back = g.cpu()
+    assert back.is_cpu and back.tolist() == t.tolist()
+    assert g.to("cuda:0") is g and t.to("cpu") is t
     x = ampc.ones(3, requires_grad=True)
     y = (x.to("cuda") * 2).cpu().sum()
     y.backward()
+    # the gradient comes back through both moves, onto x's device
+    assert x.grad.is_cpu and x.grad.dtype is ampc.float32
     assert x.grad.tolist() == [2.0] * 3
 
 

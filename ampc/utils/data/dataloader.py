@@ -60,8 +60,10 @@ class DataLoader:
     ``shuffle`` (a new order each epoch, from ampc's generator or
     ``generator``), ``sampler`` / ``batch_sampler`` (custom orders),
     ``num_workers`` (worker processes; 0 loads in the main process),
-    ``collate_fn`` (default: ``default_collate``), ``pin_memory`` (accepted;
-    ampc has no pinned host memory yet, see below), ``drop_last``,
+    ``collate_fn`` (default: ``default_collate``), ``pin_memory`` (copy
+    each batch's tensors into pinned host memory, so that
+    ``x.to("cuda", non_blocking=True)`` is fast and queued; needs a GPU,
+    warns and does nothing without one), ``drop_last``,
     ``timeout`` (seconds to wait for a worker's batch; 0: forever),
     ``worker_init_fn(worker_id)``, ``multiprocessing_context``,
     ``generator``, ``prefetch_factor`` (batches in flight per worker,
@@ -149,16 +151,16 @@ class DataLoader:
         self.prefetch_factor = int(prefetch_factor)
         self.persistent_workers = bool(persistent_workers)
         self._iterator = None
-        if self.pin_memory:
-            # NOTE: this is where pinned host buffers will be set up once
-            # ampc's CUDA backend has them; until then batches stay in
-            # ordinary (pageable) memory, which copies to the GPU correctly.
+        if self.pin_memory and not _cuda.is_available():
             warnings.warn(
-                "'pin_memory' argument is set as true but "
-                + ("no accelerator is found, then device pinned memory "
-                   "won't be used." if not _cuda.is_available() else
-                   "ampc has no pinned host memory yet; batches stay in "
-                   "pageable memory."), stacklevel=2)
+                "'pin_memory' argument is set as true but no accelerator is "
+                "found, then device pinned memory won't be used.",
+                stacklevel=2)
+
+    @property
+    def _pinning(self):
+        """Whether batches are pinned (pin_memory=True and a GPU)."""
+        return self.pin_memory and _cuda.is_available()
 
     @property
     def _auto_collation(self):
@@ -223,6 +225,30 @@ class _Fetcher:
 
 
 # ----------------------------------------------------------------------------
+# pinning
+
+
+def _pin(data):
+    """``data`` with every CPU tensor in it (through dicts, lists, tuples
+    and namedtuples, as PyTorch's pin_memory) copied to pinned memory.
+
+    >>> import ampc
+    >>> _pin({"n": 3})
+    {'n': 3}
+    """
+    from ...tensor import Tensor
+    if isinstance(data, Tensor):
+        return data.pin_memory() if data.device_type == "cpu" else data
+    if isinstance(data, dict):
+        return type(data)((k, _pin(v)) for k, v in data.items())
+    if isinstance(data, tuple) and hasattr(data, "_fields"):
+        return type(data)(*(_pin(v) for v in data))
+    if isinstance(data, (list, tuple)):
+        return type(data)(_pin(v) for v in data)
+    return data
+
+
+# ----------------------------------------------------------------------------
 # iterators
 
 
@@ -250,6 +276,8 @@ class _SingleProcessIter(_BaseIter):
     def __next__(self):
         index = next(self._sampler_iter)
         batch = self._fetch(index)
+        if self._loader._pinning:
+            batch = _pin(batch)
         self._num_yielded += 1
         return batch
 
@@ -433,8 +461,10 @@ class _MultiProcessIter(_BaseIter):
             msg.reraise()
         batch = reader.decode(msg, free)
         self._put_task()
-        # NOTE: pinning (pin_memory=True) belongs here, on the decoded
-        # batch, once ampc has pinned host memory (see DataLoader).
+        if self._loader._pinning:
+            # in the main process: pinned memory belongs to this process's
+            # CUDA context and cannot travel through a pipe
+            batch = _pin(batch)
         self._num_yielded += 1
         return batch
 
