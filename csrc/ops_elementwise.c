@@ -1,6 +1,9 @@
 /* ops_elementwise.c - binary ops, comparisons, unary ops and clamp with
  * broadcasting, Python scalars and PyTorch's type promotion; float16 and
- * bfloat16 with a scalar compute in float32 ("opmath").
+ * bfloat16 with a scalar compute in float32 ("opmath").  CPU tensors run
+ * the CPU table's 1-D kernels per innermost run; CUDA tensors hand the
+ * whole iteration to the CUDA table (cuda/elementwise.cu), with a scalar
+ * operand passed by value.
  */
 #include "ampc.h"
 
@@ -89,6 +92,18 @@ release_operand(AmpcTensorObject *t, AmpcTensorObject *stand_in)
     }
 }
 
+/* A CPU 0-d tensor beside a CUDA tensor acts as a Python number, as in
+ * PyTorch; any other pair of devices is an error. */
+static int
+devices_compatible(AmpcTensorObject *a, AmpcTensorObject *b)
+{
+    if (ampc_same_device(a, b)) {
+        return 1;
+    }
+    return (!ampc_is_cuda(a) && a->ndim == 0 && ampc_is_cuda(b)) ||
+           (!ampc_is_cuda(b) && b->ndim == 0 && ampc_is_cuda(a));
+}
+
 static int
 check_operands(const char *fn, PyObject *a, PyObject *b)
 {
@@ -97,9 +112,6 @@ check_operands(const char *fn, PyObject *a, PyObject *b)
     int tensors = 0;
     for (int i = 0; i < 2; i++) {
         if (ampc_tensor_check(ops[i])) {
-            if (ampc_check_cpu(fn, names[i], AMPC_TENSOR(ops[i])) < 0) {
-                return -1;
-            }
             tensors++;
         }
         else if (!PyFloat_Check(ops[i]) && !PyLong_Check(ops[i])) {
@@ -115,13 +127,26 @@ check_operands(const char *fn, PyObject *a, PyObject *b)
                                       "a Tensor", fn);
         return -1;
     }
-    if (tensors == 2 && !ampc_same_device(AMPC_TENSOR(a), AMPC_TENSOR(b))) {
-        PyErr_Format(PyExc_RuntimeError,
-                     "%s(): Expected all tensors to be on the same device",
-                     fn);
-        return -1;
+    if (tensors == 2 &&
+        !devices_compatible(AMPC_TENSOR(a), AMPC_TENSOR(b))) {
+        return ampc_check_same_device(AMPC_TENSOR(a), AMPC_TENSOR(b));
     }
     return 0;
+}
+
+/* Where a binary op runs: on the GPU of a CUDA operand, else the CPU. */
+static ampc_device
+operands_device(PyObject *a, PyObject *b)
+{
+    ampc_device dev = {AMPC_DEV_CPU, 0};
+    PyObject *ops[2] = {a, b};
+    for (int i = 1; i >= 0; i--) {
+        if (ampc_tensor_check(ops[i]) &&
+            (ampc_is_cuda(AMPC_TENSOR(ops[i])) || dev.type == AMPC_DEV_CPU)) {
+            dev = AMPC_TENSOR(ops[i])->device;
+        }
+    }
+    return dev;
 }
 
 static void
@@ -147,10 +172,20 @@ prepare_out(const char *fn, PyObject *out_obj, int nd, const int64_t *shape,
     if (out_obj == NULL || out_obj == Py_None) {
         return ampc_tensor_empty(nd, shape, result, dev);
     }
-    if (ampc_check_tensor(fn, "out", out_obj) < 0) {
+    if (ampc_check_tensor_any(fn, "out", out_obj) < 0) {
         return NULL;
     }
     AmpcTensorObject *out = AMPC_TENSOR(out_obj);
+    if (out->device.type != dev.type || out->device.index != dev.index) {
+        char a[16], b[16];
+        ampc_device_str(a, sizeof(a), dev);
+        ampc_device_str(b, sizeof(b), out->device);
+        PyErr_Format(PyExc_RuntimeError,
+                     "Expected all tensors to be on the same device, but "
+                     "found at least two devices, %s and %s!",
+                     a, b);
+        return NULL;
+    }
     int ok = out->ndim == nd;
     for (int d = 0; ok && d < nd; d++) {
         ok = out->shape[d] == shape[d];
@@ -188,6 +223,113 @@ is_scalar_like(PyObject *v)
     return !ampc_tensor_check(v) || AMPC_TENSOR(v)->ndim == 0;
 }
 
+/* A host value (Python number or CPU 0-d tensor) as the CUDA kernels'
+ * scalar: the value the CPU path computes with, i.e. rounded to dt, or kept
+ * in float32 for float16/bfloat16 opmath.  -1 with an exception. */
+static int
+host_scalar(PyObject *v, ampc_dtype dt, int opmath, const char *fn,
+            const char *arg, ampc_cuda_scalar *sc)
+{
+    char buf[8];
+    ampc_dtype as = opmath ? AMPC_FLOAT32 : dt;
+    if (ampc_tensor_check(v)) {
+        AmpcTensorObject *t = AMPC_TENSOR(v);
+        if (opmath) {
+            float f = (float)ampc_scalar_as_double(t->dtype, t->data);
+            memcpy(buf, &f, sizeof(f));
+        }
+        else {
+            ampc_cpu.cast(1, t->dtype, t->data, 1, dt, buf, 1);
+        }
+    }
+    else if (ampc_scalar_from_python(v, as, buf, fn, arg) < 0) {
+        return -1;
+    }
+    if (ampc_dtype_is_float(as)) {
+        sc->f = ampc_scalar_as_double(as, buf);
+    }
+    else if (as == AMPC_INT64) {
+        memcpy(&sc->i, buf, sizeof(sc->i));
+    }
+    else {
+        sc->i = buf[0] != 0;
+    }
+    return 0;
+}
+
+/* run_binary for an output on a GPU.  A Python number or CPU 0-d tensor
+ * goes to the kernel by value; in float16/bfloat16 opmath a CUDA 0-d tensor
+ * goes as a float32 in device memory (no host read, so no wait). */
+static int
+run_binary_cuda(const char *fn, PyObject *a, PyObject *b,
+                AmpcTensorObject *out, ampc_dtype dt, int op, int cmp)
+{
+    PyObject *ops[2] = {a, b};
+    const char *names[2] = {"self", "other"};
+    int host[2];
+    for (int k = 0; k < 2; k++) {
+        host[k] = !ampc_tensor_check(ops[k]) ||
+                  !ampc_is_cuda(AMPC_TENSOR(ops[k]));
+    }
+    int opmath = cmp < 0 && (dt == AMPC_FLOAT16 || dt == AMPC_BFLOAT16) &&
+                 is_scalar_like(a) != is_scalar_like(b);
+    ampc_cuda_scalar sc = {0, 0.0, 0, NULL};
+    AmpcTensorObject *f32 = NULL;
+    AmpcTensorObject *in[2] = {NULL, NULL};
+    int rc = -1;
+    int s = -1;                 /* the operand passed as sc */
+    if (opmath) {
+        s = is_scalar_like(a) ? 0 : 1;
+    }
+    else if (host[0] || host[1]) {
+        s = host[0] ? 0 : 1;
+    }
+    if (s >= 0 && host[s]) {
+        if (host_scalar(ops[s], dt, opmath, fn, names[s], &sc) < 0) {
+            return -1;
+        }
+    }
+    else if (s >= 0) {
+        f32 = ampc_as_dtype(AMPC_TENSOR(ops[s]), AMPC_FLOAT32);
+        if (f32 == NULL) {
+            return -1;
+        }
+        sc.dev_f32 = (const float *)f32->data;
+    }
+    sc.pos = s + 1;
+    int nin = 0;
+    AmpcTensorObject *iops[3] = {out, NULL, NULL};
+    for (int k = 0; k < 2; k++) {
+        if (k == s) {
+            continue;
+        }
+        AmpcTensorObject *t = ampc_as_dtype(AMPC_TENSOR(ops[k]), dt);
+        in[k] = t == NULL ? NULL : ampc_unalias(t, out);
+        Py_XDECREF(t);
+        if (in[k] == NULL) {
+            goto done;
+        }
+        iops[1 + nin++] = in[k];
+    }
+    ampc_iter it;
+    ampc_iter_init(&it, 1 + nin, iops);
+    int code = cmp >= 0
+                   ? ampc_cuda.compare((ampc_compare_op)cmp, dt, &it, &sc)
+                   : ampc_cuda.binary((ampc_binary_op)op, dt, &it, &sc);
+    if (code != 0) {
+        ampc_cuda_raise(fn, code);
+        goto done;
+    }
+    rc = 0;
+done:
+    /* NOTE: freeing while the kernel is queued is safe: the caching
+     * allocator hands a block only to later work on the same stream */
+    Py_XDECREF(in[0]);
+    Py_XDECREF(in[1]);
+    Py_XDECREF(f32);
+    return rc;
+}
+
 /* Runs a binary op (or a comparison when cmp >= 0) of a and b into out,
  * computing in dtype `dt`. */
 static int
@@ -199,6 +341,9 @@ run_binary(const char *fn, PyObject *a, PyObject *b, AmpcTensorObject *out,
     binary_ctx c = {.op = (ampc_binary_op)(op < 0 ? 0 : op),
                     .cmp = (ampc_compare_op)(cmp < 0 ? 0 : cmp),
                     .dt = dt};
+    if (ampc_is_cuda(out)) {
+        return run_binary_cuda(fn, a, b, out, dt, op, cmp);
+    }
     int lowp = cmp < 0 && (dt == AMPC_FLOAT16 || dt == AMPC_BFLOAT16);
     /* float16/bfloat16 with a scalar-like operand: float32 opmath */
     if (lowp && (is_scalar_like(a) != is_scalar_like(b))) {
@@ -255,6 +400,28 @@ done:
     return rc;
 }
 
+/* The smallest of the n >= 1 int64 values of contiguous CUDA tensor c:
+ * a reduction on the GPU and one value read back.  -1 with an exception. */
+static int
+cuda_min_i64(AmpcTensorObject *c, int64_t n, int64_t *lowest)
+{
+    AmpcTensorObject *m = ampc_tensor_empty(0, NULL, AMPC_INT64, c->device);
+    if (m == NULL) {
+        return -1;
+    }
+    int rc = -1;
+    int code = ampc_cuda.reduce(AMPC_RED_MIN, AMPC_INT64, 1, n, 1, c->data,
+                                m->data, NULL);
+    if (code != 0) {
+        ampc_cuda_raise("pow", code);
+    }
+    else {
+        rc = ampc_read_to_host("pow", m, lowest, sizeof(*lowest));
+    }
+    Py_DECREF(m);
+    return rc;
+}
+
 /* 1 when the integer exponent (a Python int or an int64 tensor) has a
  * negative value, 0 when not, -1 on error. */
 static int
@@ -264,18 +431,27 @@ has_negative(PyObject *e)
         return PyObject_RichCompareBool(e, Py_False, Py_LT);
     }
     AmpcTensorObject *t = AMPC_TENSOR(e);
-    if (t->dtype != AMPC_INT64) {
+    if (t->dtype != AMPC_INT64 || ampc_numel(t) == 0) {
         return 0;
+    }
+    if (ampc_cuda_enter("pow", t->device) < 0) {
+        return -1;
     }
     AmpcTensorObject *c = ampc_contiguous(t);
     if (c == NULL) {
         return -1;
     }
-    const int64_t *v = (const int64_t *)c->data;
     int64_t n = ampc_numel(c);
     int negative = 0;
-    for (int64_t i = 0; i < n && !negative; i++) {
-        negative = v[i] < 0;
+    if (ampc_is_cuda(c)) {
+        int64_t lowest;
+        negative = cuda_min_i64(c, n, &lowest) < 0 ? -1 : lowest < 0;
+    }
+    else {
+        const int64_t *v = (const int64_t *)c->data;
+        for (int64_t i = 0; i < n && !negative; i++) {
+            negative = v[i] < 0;
+        }
     }
     Py_DECREF(c);
     return negative;
@@ -334,8 +510,10 @@ op_binary(PyObject *module, PyObject *args, PyObject *kwds)
     if (ampc_broadcast_shapes(fn, nda, sha, ndb, shb, &nd, shape) < 0) {
         return NULL;
     }
-    ampc_device dev = ampc_tensor_check(a) ? AMPC_TENSOR(a)->device
-                                           : AMPC_TENSOR(b)->device;
+    ampc_device dev = operands_device(a, b);
+    if (ampc_cuda_enter(fn, dev) < 0) {
+        return NULL;
+    }
     AmpcTensorObject *out = prepare_out(fn, out_obj, nd, shape, result, dev);
     if (out == NULL) {
         return NULL;
@@ -373,7 +551,8 @@ op_compare(PyObject *module, PyObject *args)
     if (!PyArg_ParseTuple(args, "OOO:compare", &name, &a, &b)) {
         return NULL;
     }
-    int cmp = ampc_lookup_name(compare_names, AMPC_NUM_COMPARE, name, "compare");
+    int cmp = ampc_lookup_name(compare_names, AMPC_NUM_COMPARE, name,
+                               "compare");
     if (cmp < 0) {
         return NULL;
     }
@@ -392,8 +571,10 @@ op_compare(PyObject *module, PyObject *args)
     if (ampc_broadcast_shapes(fn, nda, sha, ndb, shb, &nd, shape) < 0) {
         return NULL;
     }
-    ampc_device dev = ampc_tensor_check(a) ? AMPC_TENSOR(a)->device
-                                           : AMPC_TENSOR(b)->device;
+    ampc_device dev = operands_device(a, b);
+    if (ampc_cuda_enter(fn, dev) < 0) {
+        return NULL;
+    }
     AmpcTensorObject *out = ampc_tensor_empty(nd, shape, AMPC_BOOL, dev);
     if (out != NULL && run_binary(fn, a, b, out, dt, -1, cmp) < 0) {
         Py_CLEAR(out);
@@ -447,10 +628,13 @@ op_unary(PyObject *module, PyObject *args, PyObject *kwds)
         return NULL;
     }
     const char *fn = unary_names[op];
-    if (ampc_check_tensor(fn, "self", a_obj) < 0) {
+    if (ampc_check_tensor_any(fn, "self", a_obj) < 0) {
         return NULL;
     }
     AmpcTensorObject *a = AMPC_TENSOR(a_obj);
+    if (ampc_cuda_enter(fn, a->device) < 0) {
+        return NULL;
+    }
     ampc_dtype dt = a->dtype, result = a->dtype;
     if (op == AMPC_UN_SQRT || op == AMPC_UN_EXP || op == AMPC_UN_LOG) {
         if (!ampc_dtype_is_float(dt)) {
@@ -485,8 +669,17 @@ op_unary(PyObject *module, PyObject *args, PyObject *kwds)
     AmpcTensorObject *ops[2] = {target, in};
     ampc_iter it;
     ampc_iter_init(&it, 2, ops);
-    unary_ctx c = {(ampc_unary_op)op, dt};
-    ampc_run_iter(&it, unary_inner, &c, ampc_numel(target));
+    if (ampc_is_cuda(target)) {
+        int code = ampc_cuda.unary((ampc_unary_op)op, dt, &it);
+        if (code != 0) {
+            ampc_cuda_raise(fn, code);
+            goto done;
+        }
+    }
+    else {
+        unary_ctx c = {(ampc_unary_op)op, dt};
+        ampc_run_iter(&it, unary_inner, &c, ampc_numel(target));
+    }
     rc = 0;
     if (target != out) {
         rc = ampc_copy_into(out, target);
@@ -516,7 +709,8 @@ op_clamp(PyObject *module, PyObject *args, PyObject *kwds)
     PyObject *a_obj, *lo = Py_None, *hi = Py_None, *out_obj = Py_None;
     if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|OOO:clamp", kwlist,
                                      &a_obj, &lo, &hi, &out_obj) ||
-        ampc_check_tensor("clamp", "self", a_obj) < 0) {
+        ampc_check_tensor_any("clamp", "self", a_obj) < 0 ||
+        ampc_cuda_enter("clamp", AMPC_TENSOR(a_obj)->device) < 0) {
         return NULL;
     }
     if (lo == Py_None && hi == Py_None) {

@@ -1,5 +1,7 @@
 /* ops_random.c - the counter-based generator's state (seed, offset) and
- * the ops that fill tensors from it.
+ * the ops that fill tensors from it.  One state serves every device, and
+ * the CPU and CUDA kernels compute the same function of (seed, offset + i)
+ * (csrc/philox.h), so a draw does not depend on where it runs.
  */
 #include "ampc.h"
 
@@ -20,7 +22,8 @@ op_random_(PyObject *module, PyObject *args)
     PyObject *t_obj, *name;
     double lo = 0.0, hi = 1.0;
     if (!PyArg_ParseTuple(args, "OO|dd:random_", &t_obj, &name, &lo, &hi) ||
-        ampc_check_tensor("random_", "self", t_obj) < 0) {
+        ampc_check_tensor_any("random_", "self", t_obj) < 0 ||
+        ampc_cuda_enter("random_", AMPC_TENSOR(t_obj)->device) < 0) {
         return NULL;
     }
     int kind = ampc_lookup_name(random_names, 4, name, "random_");
@@ -68,8 +71,18 @@ op_random_(PyObject *module, PyObject *args)
     uint64_t offset = st->offset;
     /* each element owns one counter; keep offsets 4-aligned for Philox */
     st->offset += ((uint64_t)n + 3) & ~(uint64_t)3;
-    ampc_cpu.random((ampc_random_kind)kind, t->dtype, n, t->data, st->seed,
-                    offset, lo, hi);
+    if (ampc_is_cuda(t)) {
+        int code = ampc_cuda.random((ampc_random_kind)kind, t->dtype, n,
+                                    t->data, st->seed, offset, lo, hi);
+        if (code != 0) {
+            st->offset = offset;        /* nothing was drawn */
+            return ampc_cuda_raise("random_", code);
+        }
+    }
+    else {
+        ampc_cpu.random((ampc_random_kind)kind, t->dtype, n, t->data,
+                        st->seed, offset, lo, hi);
+    }
     t->storage->version++;
     return Py_NewRef(t_obj);
 }

@@ -1,5 +1,8 @@
 /* ops_reduce.c - reductions (sum, mean, max, min, argmax, argmin over all
- * dims, one dim or several) and cat.
+ * dims, one dim or several) and cat, on the CPU or a GPU: the reduced dims
+ * are brought to a contiguous (outer, r, inner) layout here, and the
+ * device's reduce slot (csrc/cpu/ref/reduce.c, cuda/reduce.cu) does the
+ * rest.
  */
 #include "ampc.h"
 
@@ -85,9 +88,19 @@ typedef struct {
     int64_t *idx;
 } reduce_call;
 
-static void
-run_reduce(reduce_call *c)
+/* -1 with an exception (a CUDA error) or 0. */
+static int
+run_reduce(const char *fn, ampc_device dev, reduce_call *c)
 {
+    if (dev.type == AMPC_DEV_CUDA) {
+        int code = ampc_cuda.reduce(c->op, c->dt, c->outer, c->r, c->inner,
+                                    c->x, c->out, c->idx);
+        if (code != 0) {
+            ampc_cuda_raise(fn, code);
+            return -1;
+        }
+        return 0;
+    }
     if (c->outer * c->r * c->inner >= RELEASE_GIL_MIN) {
         Py_BEGIN_ALLOW_THREADS
         ampc_cpu.reduce(c->op, c->dt, c->outer, c->r, c->inner, c->x, c->out,
@@ -98,6 +111,7 @@ run_reduce(reduce_call *c)
         ampc_cpu.reduce(c->op, c->dt, c->outer, c->r, c->inner, c->x, c->out,
                         c->idx);
     }
+    return 0;
 }
 
 static PyObject *
@@ -110,7 +124,8 @@ op_reduce(PyObject *module, PyObject *args, PyObject *kwds)
                                      &name, &a_obj, &dim, &keepdim)) {
         return NULL;
     }
-    int which = ampc_lookup_name(reduce_names, NUM_REDUCE_NAMES, name, "reduce");
+    int which = ampc_lookup_name(reduce_names, NUM_REDUCE_NAMES, name,
+                                 "reduce");
     if (which < 0) {
         return NULL;
     }
@@ -119,7 +134,8 @@ op_reduce(PyObject *module, PyObject *args, PyObject *kwds)
     if (with_indices) {
         fn = which == 6 ? "max" : "min";
     }
-    if (ampc_check_tensor(fn, "self", a_obj) < 0) {
+    if (ampc_check_tensor_any(fn, "self", a_obj) < 0 ||
+        ampc_cuda_enter(fn, AMPC_TENSOR(a_obj)->device) < 0) {
         return NULL;
     }
     AmpcTensorObject *a = AMPC_TENSOR(a_obj);
@@ -252,7 +268,9 @@ op_reduce(PyObject *module, PyObject *args, PyObject *kwds)
         reduce_call c = {op, a->dtype, outer, r, inner, x->data,
                          values ? values->data : NULL,
                          indices ? (int64_t *)indices->data : NULL};
-        run_reduce(&c);
+        if (run_reduce(fn, a->device, &c) < 0) {
+            goto done;
+        }
     }
     if (with_indices) {
         result = PyTuple_Pack(2, values, indices);
@@ -303,11 +321,16 @@ op_cat(PyObject *module, PyObject *args)
                          i, Py_TYPE(items[i])->tp_name);
             goto done;
         }
-        if (ampc_check_cpu("cat", "tensors", AMPC_TENSOR(items[i])) < 0) {
+    }
+    AmpcTensorObject *first = AMPC_TENSOR(items[0]);
+    for (Py_ssize_t i = 1; i < n; i++) {
+        if (ampc_check_same_device(first, AMPC_TENSOR(items[i])) < 0) {
             goto done;
         }
     }
-    AmpcTensorObject *first = AMPC_TENSOR(items[0]);
+    if (ampc_cuda_enter("cat", first->device) < 0) {
+        goto done;
+    }
     if (first->ndim == 0) {
         PyErr_SetString(PyExc_RuntimeError,
                         "cat(): zero-dimensional tensor (at position 0) "

@@ -19,6 +19,7 @@
 
 #include "amp_math.h"
 #include "cpu/cpu.h"
+#include "elementwise_math.h"
 #include "kernels.h"
 
 #define AMPC_BLOCK 512              /* elements per element-wise block */
@@ -38,153 +39,8 @@ ampc_at(const void *p, int64_t i, int64_t s, size_t es)
     return (const char *)p + i * s * (int64_t)es;
 }
 
-/* torch.maximum / torch.minimum: NaN if either is NaN, b on ties.  The NaN
- * is selected, not computed (a + b), so its bits do not depend on how the
- * compiler orders a commutative add. */
-static inline float
-ampc_maximum_f32(float a, float b)
-{
-    return a != a ? a : (b != b ? b : (a > b ? a : b));
-}
-
-static inline float
-ampc_minimum_f32(float a, float b)
-{
-    return a != a ? a : (b != b ? b : (a < b ? a : b));
-}
-
-/* relu keeps NaN (as torch does); relu(-0) = +0. */
-static inline float
-ampc_relu_f32(float x)
-{
-    return (x > 0.0f || x != x) ? x : 0.0f;
-}
-
-/* As torch.sign: sign(+-0) = +0 and sign(NaN) = 0 (pytorch#41245; NumPy
- * gives NaN). */
-static inline float
-ampc_sign_f32(float x)
-{
-    return (float)((x > 0.0f) - (x < 0.0f));
-}
-
-/* NOTE: C leaves float -> int64 undefined out of range; this gives what
- * x86's cvttss2si gives (INT64_MIN for NaN and out of range). */
-static inline int64_t
-ampc_f64_to_i64(double d)
-{
-    if (d >= -9223372036854775808.0 && d < 9223372036854775808.0) {
-        return (int64_t)d;
-    }
-    return INT64_MIN;
-}
-
-static inline int64_t
-ampc_f32_to_i64(float f)
-{
-    return ampc_f64_to_i64(f);
-}
-
-/* d rounded to float32 to odd: an inexact result gets its last bit set.
- * Rounding that to float16 or bfloat16 (RNE) then equals rounding d directly,
- * since float32 keeps more than two extra bits. */
-static inline float
-ampc_f64_to_f32_odd(double d)
-{
-    float f = (float)d;
-    if ((double)f == d || d != d) {
-        return f;
-    }
-    uint32_t u = ampc_f32_bits(f);
-    if (fabs((double)f) > fabs(d)) {
-        u -= 1;                         /* rounded away: step back to trunc */
-    }
-    return ampc_f32_from_bits(u | 1u);
-}
-
-/* One element as float32 (exact for the float dtypes). */
-static inline float
-ampc_load_f32(ampc_dtype dt, const void *p)
-{
-    switch (dt) {
-    case AMPC_FLOAT32:
-        return *(const float *)p;
-    case AMPC_FLOAT16:
-        return ampc_f16_to_f32(*(const uint16_t *)p);
-    case AMPC_BFLOAT16:
-        return ampc_bf16_to_f32(*(const uint16_t *)p);
-    case AMPC_INT64:
-        return (float)*(const int64_t *)p;
-    default:
-        return *(const uint8_t *)p != 0;
-    }
-}
-
-/* One int64 or bool element as int64 (bool as 0/1). */
-static inline int64_t
-ampc_load_i64(ampc_dtype dt, const void *p)
-{
-    if (dt == AMPC_INT64) {
-        return *(const int64_t *)p;
-    }
-    return *(const uint8_t *)p != 0;
-}
-
-/* Stores d rounded once (RNE) to dt. */
-static inline void
-ampc_store_f64(ampc_dtype dt, void *p, double d)
-{
-    switch (dt) {
-    case AMPC_FLOAT32:
-        *(float *)p = (float)d;
-        break;
-    case AMPC_FLOAT16:
-        *(uint16_t *)p = ampc_f32_to_f16(ampc_f64_to_f32_odd(d));
-        break;
-    case AMPC_BFLOAT16:
-        *(uint16_t *)p = ampc_f32_to_bf16(ampc_f64_to_f32_odd(d));
-        break;
-    case AMPC_INT64:
-        *(int64_t *)p = ampc_f64_to_i64(d);
-        break;
-    default:
-        *(uint8_t *)p = d != 0.0;
-        break;
-    }
-}
-
-/* a ** b for int64, wrapping; b < 0 (rejected by the caller) gives the
- * truncated real result. */
-static inline int64_t
-ampc_pow_i64(int64_t a, int64_t b)
-{
-    if (b < 0) {
-        return a == 1 ? 1 : (a == -1 ? ((b & 1) ? -1 : 1) : 0);
-    }
-    uint64_t r = 1;
-    uint64_t base = (uint64_t)a;
-    for (uint64_t e = (uint64_t)b; e != 0; e >>= 1) {
-        if (e & 1) {
-            r *= base;
-        }
-        base *= base;
-    }
-    return (int64_t)r;
-}
-
-/* Truncating int64 division, total: x / 0 = 0 and INT64_MIN / -1 wraps.
- * Never requested by ops.c (true division is float). */
-static inline int64_t
-ampc_div_i64(int64_t a, int64_t b)
-{
-    if (b == 0) {
-        return 0;
-    }
-    if (b == -1) {
-        return (int64_t)(0 - (uint64_t)a);
-    }
-    return a / b;
-}
+/* The one-value rules (maximum, minimum, relu, sign, int64 wrapping,
+ * conversions) are in elementwise_math.h, shared with the CUDA kernels. */
 
 // ----------------------------------------------------------------------------
 // blocks: one operand's run of n elements in a compute type (buffers hold n)
@@ -388,7 +244,12 @@ ampc_binary_f32(ampc_binary_op op, int64_t n, const float *a, const float *b,
     }
 }
 
-/* Wrap-around arithmetic, done unsigned to stay clear of overflow UB. */
+/* Wrap-around arithmetic, done unsigned to stay clear of overflow UB.
+ * NOTE: the int64 and bool loops spell out the expressions of
+ * elementwise_math.h's ampc_*_i64 and ampc_binary_bool_one (which the CUDA
+ * kernels call) instead of calling them: the calls, though inlined, change
+ * gcc's code for this whole kernel, and these loops must stay as they are
+ * vectorised now. */
 static AMPC_ALWAYS_INLINE void
 ampc_binary_i64(ampc_binary_op op, int64_t n, const int64_t *a,
                 const int64_t *b, int64_t *o)

@@ -1,0 +1,250 @@
+/* elementwise_math.h - the one-value rules of the element-wise ops and
+ * reductions, shared by the CPU loops (csrc/cpu/loops.h) and the CUDA
+ * kernels (cuda/elementwise.cu, cuda/reduce.cu, cuda/random.cu): NaN rules
+ * of maximum/minimum/relu/sign, wrapping int64 arithmetic, and the exact
+ * conversions between dtypes and double.  Static inline in C, __host__
+ * __device__ in nvcc, so the CPU tests cover the code the GPU runs.
+ */
+#ifndef AMPC_ELEMENTWISE_MATH_H
+#define AMPC_ELEMENTWISE_MATH_H
+
+#include <math.h>
+#include <stdint.h>
+
+#include "amp_math.h"
+#include "kernels.h"
+
+// ----------------------------------------------------------------------------
+// float32
+
+/* torch.maximum / torch.minimum: NaN if either is NaN, b on ties.  The NaN
+ * is selected, not computed (a + b), so its bits do not depend on how the
+ * compiler orders a commutative add. */
+AMPC_HOST_DEVICE float
+ampc_maximum_f32(float a, float b)
+{
+    return a != a ? a : (b != b ? b : (a > b ? a : b));
+}
+
+AMPC_HOST_DEVICE float
+ampc_minimum_f32(float a, float b)
+{
+    return a != a ? a : (b != b ? b : (a < b ? a : b));
+}
+
+/* relu keeps NaN (as torch does); relu(-0) = +0. */
+AMPC_HOST_DEVICE float
+ampc_relu_f32(float x)
+{
+    return (x > 0.0f || x != x) ? x : 0.0f;
+}
+
+/* As torch.sign: sign(+-0) = +0 and sign(NaN) = 0 (pytorch#41245; NumPy
+ * gives NaN). */
+AMPC_HOST_DEVICE float
+ampc_sign_f32(float x)
+{
+    return (float)((x > 0.0f) - (x < 0.0f));
+}
+
+// ----------------------------------------------------------------------------
+// int64: wrap-around arithmetic, done unsigned to stay clear of overflow UB
+
+AMPC_HOST_DEVICE int64_t
+ampc_add_i64(int64_t a, int64_t b)
+{
+    return (int64_t)((uint64_t)a + (uint64_t)b);
+}
+
+AMPC_HOST_DEVICE int64_t
+ampc_sub_i64(int64_t a, int64_t b)
+{
+    return (int64_t)((uint64_t)a - (uint64_t)b);
+}
+
+AMPC_HOST_DEVICE int64_t
+ampc_mul_i64(int64_t a, int64_t b)
+{
+    return (int64_t)((uint64_t)a * (uint64_t)b);
+}
+
+AMPC_HOST_DEVICE int64_t
+ampc_maximum_i64(int64_t a, int64_t b)
+{
+    return a > b ? a : b;
+}
+
+AMPC_HOST_DEVICE int64_t
+ampc_minimum_i64(int64_t a, int64_t b)
+{
+    return a < b ? a : b;
+}
+
+/* -INT64_MIN and |INT64_MIN| wrap to INT64_MIN. */
+AMPC_HOST_DEVICE int64_t
+ampc_neg_i64(int64_t a)
+{
+    return (int64_t)(0 - (uint64_t)a);
+}
+
+AMPC_HOST_DEVICE int64_t
+ampc_abs_i64(int64_t a)
+{
+    return a < 0 ? (int64_t)(0 - (uint64_t)a) : a;
+}
+
+AMPC_HOST_DEVICE int64_t
+ampc_relu_i64(int64_t a)
+{
+    return a > 0 ? a : 0;
+}
+
+AMPC_HOST_DEVICE int64_t
+ampc_sign_i64(int64_t a)
+{
+    return (a > 0) - (a < 0);
+}
+
+/* a ** b for int64, wrapping; b < 0 (rejected by the caller) gives the
+ * truncated real result. */
+AMPC_HOST_DEVICE int64_t
+ampc_pow_i64(int64_t a, int64_t b)
+{
+    if (b < 0) {
+        return a == 1 ? 1 : (a == -1 ? ((b & 1) ? -1 : 1) : 0);
+    }
+    uint64_t r = 1;
+    uint64_t base = (uint64_t)a;
+    for (uint64_t e = (uint64_t)b; e != 0; e >>= 1) {
+        if (e & 1) {
+            r *= base;
+        }
+        base *= base;
+    }
+    return (int64_t)r;
+}
+
+/* Truncating int64 division, total: x / 0 = 0 and INT64_MIN / -1 wraps.
+ * Never requested by the ops (true division is float). */
+AMPC_HOST_DEVICE int64_t
+ampc_div_i64(int64_t a, int64_t b)
+{
+    if (b == 0) {
+        return 0;
+    }
+    if (b == -1) {
+        return (int64_t)(0 - (uint64_t)a);
+    }
+    return a / b;
+}
+
+// ----------------------------------------------------------------------------
+// bool: ADD and MAXIMUM are "or", MUL and MINIMUM "and".  SUB, DIV and POW
+// are rejected by the caller; here they give the 0/1 integer result where
+// one exists (xor, a ** b = a or not b) and "and" for DIV.
+
+AMPC_HOST_DEVICE uint8_t
+ampc_binary_bool_one(ampc_binary_op op, uint8_t a, uint8_t b)
+{
+    switch (op) {
+    case AMPC_BIN_ADD:
+    case AMPC_BIN_MAXIMUM:
+        return (a | b) != 0;
+    case AMPC_BIN_SUB:
+        return (a != 0) != (b != 0);
+    case AMPC_BIN_POW:
+        return (a != 0) | (b == 0);
+    default:
+        return (a != 0) & (b != 0);
+    }
+}
+
+// ----------------------------------------------------------------------------
+// conversions
+
+/* NOTE: C leaves float -> int64 undefined out of range; this gives what
+ * x86's cvttss2si gives (INT64_MIN for NaN and out of range). */
+AMPC_HOST_DEVICE int64_t
+ampc_f64_to_i64(double d)
+{
+    if (d >= -9223372036854775808.0 && d < 9223372036854775808.0) {
+        return (int64_t)d;
+    }
+    return INT64_MIN;
+}
+
+AMPC_HOST_DEVICE int64_t
+ampc_f32_to_i64(float f)
+{
+    return ampc_f64_to_i64(f);
+}
+
+/* d rounded to float32 to odd: an inexact result gets its last bit set.
+ * Rounding that to float16 or bfloat16 (RNE) then equals rounding d directly,
+ * since float32 keeps more than two extra bits. */
+AMPC_HOST_DEVICE float
+ampc_f64_to_f32_odd(double d)
+{
+    float f = (float)d;
+    if ((double)f == d || d != d) {
+        return f;
+    }
+    uint32_t u = ampc_f32_bits(f);
+    if (fabs((double)f) > fabs(d)) {
+        u -= 1;                         /* rounded away: step back to trunc */
+    }
+    return ampc_f32_from_bits(u | 1u);
+}
+
+/* One element as float32 (exact for the float dtypes). */
+AMPC_HOST_DEVICE float
+ampc_load_f32(ampc_dtype dt, const void *p)
+{
+    switch (dt) {
+    case AMPC_FLOAT32:
+        return *(const float *)p;
+    case AMPC_FLOAT16:
+        return ampc_f16_to_f32(*(const uint16_t *)p);
+    case AMPC_BFLOAT16:
+        return ampc_bf16_to_f32(*(const uint16_t *)p);
+    case AMPC_INT64:
+        return (float)*(const int64_t *)p;
+    default:
+        return *(const uint8_t *)p != 0;
+    }
+}
+
+/* One int64 or bool element as int64 (bool as 0/1). */
+AMPC_HOST_DEVICE int64_t
+ampc_load_i64(ampc_dtype dt, const void *p)
+{
+    if (dt == AMPC_INT64) {
+        return *(const int64_t *)p;
+    }
+    return *(const uint8_t *)p != 0;
+}
+
+/* Stores d rounded once (RNE) to dt. */
+AMPC_HOST_DEVICE void
+ampc_store_f64(ampc_dtype dt, void *p, double d)
+{
+    switch (dt) {
+    case AMPC_FLOAT32:
+        *(float *)p = (float)d;
+        break;
+    case AMPC_FLOAT16:
+        *(uint16_t *)p = ampc_f32_to_f16(ampc_f64_to_f32_odd(d));
+        break;
+    case AMPC_BFLOAT16:
+        *(uint16_t *)p = ampc_f32_to_bf16(ampc_f64_to_f32_odd(d));
+        break;
+    case AMPC_INT64:
+        *(int64_t *)p = ampc_f64_to_i64(d);
+        break;
+    default:
+        *(uint8_t *)p = d != 0.0;
+        break;
+    }
+}
+
+#endif /* AMPC_ELEMENTWISE_MATH_H */
