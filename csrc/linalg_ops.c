@@ -1,20 +1,29 @@
 /* linalg_ops.c - the Python-facing linear algebra of ampc._C: linear,
  * linear_backward, matmul, conv2d and conv2d_backward (raw ops, no
  * autograd), plus the private peak-FLOP probe the benchmarks use.  Parse and
- * check, allocate, then run the gemm / conv2d slots of the dispatch table
- * with the GIL released.  Every error names the op, the argument and what
- * was expected.
+ * check, allocate, then run the gemm / conv2d slots of the CPU table (with
+ * the GIL released) or, for CUDA tensors, of the CUDA table (cuBLASLt and
+ * cuDNN, queued on the device's stream).  Every error names the op, the
+ * argument and what was expected.  The flags of ampc.backends.cuda.matmul
+ * and ampc.backends.cudnn live here and go to the CUDA slots.
  */
 #include "ampc.h"
 
 /* Below this many flops a kernel keeps the GIL: releasing it costs more. */
 #define LA_RELEASE_GIL_FLOPS 1.0e6
 
+/* ampc.backends.cuda.matmul.allow_tf32 and ampc.backends.cudnn.*, with
+ * PyTorch's defaults (set with the GIL held, read by the ops). */
+static int matmul_allow_tf32 = 0;
+static ampc_cudnn_opts cudnn_opts = {
+    .enabled = 1, .benchmark = 0, .deterministic = 0, .allow_tf32 = 1,
+};
+
 // ----------------------------------------------------------------------------
 // argument helpers
 
-/* obj as a CPU tensor of a float dtype; NULL with an exception naming fn
- * and arg otherwise.  Borrowed. */
+/* obj as a tensor (CPU or CUDA) of a float dtype; NULL with an exception
+ * naming fn and arg otherwise.  Borrowed. */
 static AmpcTensorObject *
 float_tensor(const char *fn, const char *arg, PyObject *obj)
 {
@@ -25,9 +34,6 @@ float_tensor(const char *fn, const char *arg, PyObject *obj)
         return NULL;
     }
     AmpcTensorObject *t = AMPC_TENSOR(obj);
-    if (ampc_check_cpu(fn, arg, t) < 0) {
-        return NULL;
-    }
     if (!ampc_dtype_is_float(t->dtype)) {
         PyErr_Format(PyExc_RuntimeError,
                      "%s(): expected %s to be a floating point tensor "
@@ -36,6 +42,40 @@ float_tensor(const char *fn, const char *arg, PyObject *obj)
         return NULL;
     }
     return t;
+}
+
+static void
+device_name(char *buf, size_t size, ampc_device dev)
+{
+    if (dev.type == AMPC_DEV_CUDA) {
+        snprintf(buf, size, "cuda:%d", (int)dev.index);
+    }
+    else {
+        snprintf(buf, size, "cpu");
+    }
+}
+
+/* -1 with PyTorch's RuntimeError unless the n tensors (NULL entries
+ * skipped) share ts[0]'s device; else 0, with that device made current
+ * when it is a GPU. */
+static int
+check_devices(const char *fn, int n, AmpcTensorObject *const *ts)
+{
+    char d0[32], d1[32];
+    for (int i = 1; i < n; i++) {
+        if (ts[i] != NULL && (ts[i]->device.type != ts[0]->device.type ||
+                              ts[i]->device.index != ts[0]->device.index)) {
+            device_name(d0, sizeof(d0), ts[0]->device);
+            device_name(d1, sizeof(d1), ts[i]->device);
+            PyErr_Format(PyExc_RuntimeError,
+                         "%s(): Expected all tensors to be on the same "
+                         "device, but found at least two devices, %s and "
+                         "%s!",
+                         fn, d0, d1);
+            return -1;
+        }
+    }
+    return ampc_cuda_enter(fn, ts[0]->device);
 }
 
 /* -1 with RuntimeError unless t has the dtype of `ref` (argument ref_arg). */
@@ -126,13 +166,23 @@ kernel_failed(const char *fn)
                         fn);
 }
 
-/* Runs the gemm slot, without the GIL when the product is large. */
+/* Runs the gemm slot of dev's table: on the CPU without the GIL when the
+ * product is large; on a GPU queued (the GIL is kept: queuing is quick).
+ * -1 with an exception naming fn. */
 static int
-run_gemm(const ampc_gemm_args *g)
+run_gemm(const char *fn, ampc_device dev, const ampc_gemm_args *g)
 {
+    int err;
+    if (dev.type == AMPC_DEV_CUDA) {
+        err = ampc_cuda.gemm(g, matmul_allow_tf32);
+        if (err != 0) {
+            ampc_cuda_raise(fn, err);
+            return -1;
+        }
+        return 0;
+    }
     double flops = 2.0 * (double)g->m * (double)g->n * (double)g->k *
                    (double)(g->batch > 1 ? g->batch : 1);
-    int err;
     if (flops >= LA_RELEASE_GIL_FLOPS) {
         Py_BEGIN_ALLOW_THREADS
         err = ampc_cpu.gemm(g);
@@ -141,7 +191,11 @@ run_gemm(const ampc_gemm_args *g)
     else {
         err = ampc_cpu.gemm(g);
     }
-    return err;
+    if (err != 0) {
+        kernel_failed(fn);
+        return -1;
+    }
+    return 0;
 }
 
 /* A matrix operand: element (i, j) at data[i*rs + j*cs].  A dimension of
@@ -266,7 +320,8 @@ op_linear(PyObject *module, PyObject *args, PyObject *kwds)
         (w = float_tensor("linear", "weight", w_obj)) == NULL ||
         (b_obj != Py_None &&
          (b = float_tensor("linear", "bias", b_obj)) == NULL) ||
-        check_linear("linear", x, w, b) < 0) {
+        check_linear("linear", x, w, b) < 0 ||
+        check_devices("linear", 3, (AmpcTensorObject *[]){x, w, b}) < 0) {
         return NULL;
     }
 
@@ -290,8 +345,7 @@ op_linear(PyObject *module, PyObject *args, PyObject *kwds)
         .bias_mode = bc != NULL ? AMPC_BIAS_COL : AMPC_BIAS_NONE,
         .relu = relu,
     };
-    if (run_gemm(&g) != 0) {
-        kernel_failed("linear");
+    if (run_gemm("linear", x->device, &g) < 0) {
         goto error;
     }
     Py_DECREF(xc);
@@ -326,7 +380,8 @@ op_linear_backward(PyObject *module, PyObject *args)
         check_linear(fn, x, w, NULL) < 0 ||
         same_dtype(fn, "grad_out", go, "input", x) < 0 ||
         parse_needs(fn, needs_obj, "need_input, need_weight, need_bias",
-                    need) < 0) {
+                    need) < 0 ||
+        check_devices(fn, 3, (AmpcTensorObject *[]){go, x, w}) < 0) {
         return NULL;
     }
     int ok = go->ndim == x->ndim && go->shape[go->ndim - 1] == w->shape[0];
@@ -365,8 +420,7 @@ op_linear_backward(PyObject *module, PyObject *args)
             .b = wm.data, .rsb = wm.rs, .csb = wm.cs,
             .c = gx->data, .cdt = x->dtype, .ldc = in,
         };
-        if (run_gemm(&g) != 0) {
-            kernel_failed(fn);
+        if (run_gemm(fn, go->device, &g) < 0) {
             goto error;
         }
     }
@@ -382,8 +436,7 @@ op_linear_backward(PyObject *module, PyObject *args)
             .b = a.data, .rsb = a.rs, .csb = a.cs,
             .c = gw->data, .cdt = x->dtype, .ldc = in,
         };
-        if (run_gemm(&g) != 0) {
-            kernel_failed(fn);
+        if (run_gemm(fn, go->device, &g) < 0) {
             goto error;
         }
     }
@@ -393,7 +446,16 @@ op_linear_backward(PyObject *module, PyObject *args)
         AmpcTensorObject *flat = ampc_contiguous(goc);
         gb = flat != NULL ? ampc_tensor_empty(1, &out, x->dtype, x->device)
                           : NULL;
-        if (gb != NULL && d.rows == 0) {
+        if (gb != NULL && ampc_is_cuda(x)) {
+            /* float32 sums in a fixed order on the GPU (bias.cu) */
+            int err = ampc_cuda.bias_grad(x->dtype, d.rows, out, 1,
+                                          flat->data, gb->data);
+            if (err != 0) {
+                ampc_cuda_raise(fn, err);
+                Py_CLEAR(gb);
+            }
+        }
+        else if (gb != NULL && d.rows == 0) {
             memset(gb->data, 0, (size_t)out * ampc_dtype_size[x->dtype]);
         }
         else if (gb != NULL) {
@@ -451,7 +513,8 @@ op_matmul(PyObject *module, PyObject *args)
                      fn, a->ndim, b->ndim);
         return NULL;
     }
-    if (same_dtype(fn, "other", b, "input", a) < 0) {
+    if (same_dtype(fn, "other", b, "input", a) < 0 ||
+        check_devices(fn, 2, (AmpcTensorObject *[]){a, b}) < 0) {
         return NULL;
     }
     ah = (AmpcTensorObject *)Py_NewRef(a);
@@ -589,8 +652,7 @@ op_matmul(PyObject *module, PyObject *args)
             .sbb = md > 0 ? mb_s[md - 1] : 0,
             .sbc = md > 0 ? mc_s[md - 1] : 0,
         };
-        if (run_gemm(&g) != 0) {
-            kernel_failed(fn);
+        if (run_gemm(fn, a->device, &g) < 0) {
             goto error;
         }
     }
@@ -735,7 +797,8 @@ op_conv2d(PyObject *module, PyObject *args, PyObject *kwds)
         (w = float_tensor(fn, "weight", w_obj)) == NULL ||
         (b_obj != Py_None && (b = float_tensor(fn, "bias", b_obj)) == NULL) ||
         parse_conv_params(fn, st_obj, pad_obj, dil_obj, st, pad, dil) < 0 ||
-        conv_shape(fn, x, w, b, st, pad, dil, &s) < 0) {
+        conv_shape(fn, x, w, b, st, pad, dil, &s) < 0 ||
+        check_devices(fn, 3, (AmpcTensorObject *[]){x, w, b}) < 0) {
         return NULL;
     }
 
@@ -748,7 +811,17 @@ op_conv2d(PyObject *module, PyObject *args, PyObject *kwds)
     }
     int err = 0;
     const void *bias = bc != NULL ? bc->data : NULL;
-    if (ampc_numel(y) > 0) {
+    if (ampc_is_cuda(x)) {
+        err = ampc_numel(y) > 0
+                  ? ampc_cuda.conv2d_fwd(&s, x->dtype, xc->data, wc->data,
+                                         bias, relu, y->data, &cudnn_opts)
+                  : 0;
+        if (err != 0) {
+            ampc_cuda_raise(fn, err);
+            goto error;
+        }
+    }
+    else if (ampc_numel(y) > 0) {
         if (conv_flops(&s) >= LA_RELEASE_GIL_FLOPS) {
             Py_BEGIN_ALLOW_THREADS
             err = ampc_cpu.conv2d_fwd(&s, x->dtype, xc->data, wc->data, bias,
@@ -799,7 +872,8 @@ op_conv2d_backward(PyObject *module, PyObject *args)
         conv_shape(fn, x, w, NULL, st, pad, dil, &s) < 0 ||
         same_dtype(fn, "grad_out", go, "input", x) < 0 ||
         parse_needs(fn, needs, "need_input, need_weight, need_bias",
-                    need) < 0) {
+                    need) < 0 ||
+        check_devices(fn, 3, (AmpcTensorObject *[]){go, x, w}) < 0) {
         return NULL;
     }
     int64_t yshape[4] = {s.n, s.oc, s.oh, s.ow};
@@ -823,6 +897,25 @@ op_conv2d_backward(PyObject *module, PyObject *args)
                                             x->device)) == NULL)) {
         goto error;
     }
+    if (ampc_is_cuda(x)) {
+        int err = 0;
+        if (gx != NULL && ampc_numel(gx) > 0) {
+            err = ampc_cuda.conv2d_bwd_input(&s, x->dtype, goc->data,
+                                             wc->data, gx->data,
+                                             &cudnn_opts);
+        }
+        if (err == 0 && (gw != NULL || gb != NULL)) {
+            err = ampc_cuda.conv2d_bwd_weight(&s, x->dtype, goc->data,
+                                              xc->data, gw ? gw->data : NULL,
+                                              gb ? gb->data : NULL,
+                                              &cudnn_opts);
+        }
+        if (err != 0) {
+            ampc_cuda_raise(fn, err);
+            goto error;
+        }
+        goto done;
+    }
     int err = 0, release = conv_flops(&s) >= LA_RELEASE_GIL_FLOPS;
     PyThreadState *ts = release ? PyEval_SaveThread() : NULL;
     if (gx != NULL && ampc_numel(gx) > 0) {
@@ -841,6 +934,8 @@ op_conv2d_backward(PyObject *module, PyObject *args)
         kernel_failed(fn);
         goto error;
     }
+
+done:
     Py_DECREF(goc);
     Py_DECREF(xc);
     Py_DECREF(wc);
@@ -899,6 +994,85 @@ op_peak_flops(PyObject *module, PyObject *args, PyObject *kwds)
 }
 
 // ----------------------------------------------------------------------------
+// ampc.backends flags and the cuDNN algorithm cache
+
+/* _linalg_cuda_flags() -> dict of the five flags. */
+static PyObject *
+op_linalg_cuda_flags(PyObject *module, PyObject *noargs)
+{
+    return Py_BuildValue(
+        "{sNsNsNsNsN}", "matmul_allow_tf32",
+        PyBool_FromLong(matmul_allow_tf32), "cudnn_enabled",
+        PyBool_FromLong(cudnn_opts.enabled), "cudnn_benchmark",
+        PyBool_FromLong(cudnn_opts.benchmark), "cudnn_deterministic",
+        PyBool_FromLong(cudnn_opts.deterministic), "cudnn_allow_tf32",
+        PyBool_FromLong(cudnn_opts.allow_tf32));
+}
+
+/* _set_linalg_cuda_flags(**flags): sets the flags given (bools). */
+static PyObject *
+op_set_linalg_cuda_flags(PyObject *module, PyObject *args, PyObject *kwds)
+{
+    static char *kwlist[] = {"matmul_allow_tf32", "cudnn_enabled",
+                             "cudnn_benchmark", "cudnn_deterministic",
+                             "cudnn_allow_tf32", NULL};
+    int v[5] = {matmul_allow_tf32, cudnn_opts.enabled, cudnn_opts.benchmark,
+                cudnn_opts.deterministic, cudnn_opts.allow_tf32};
+    if (!PyArg_ParseTupleAndKeywords(args, kwds,
+                                     "|$ppppp:_set_linalg_cuda_flags",
+                                     kwlist, &v[0], &v[1], &v[2], &v[3],
+                                     &v[4])) {
+        return NULL;
+    }
+    matmul_allow_tf32 = v[0];
+    cudnn_opts.enabled = v[1];
+    cudnn_opts.benchmark = v[2];
+    cudnn_opts.deterministic = v[3];
+    cudnn_opts.allow_tf32 = v[4];
+    Py_RETURN_NONE;
+}
+
+/* _cudnn_algo_cache(clear=False) -> (entries, hits, misses) */
+static PyObject *
+op_cudnn_algo_cache(PyObject *module, PyObject *args, PyObject *kwds)
+{
+    static char *kwlist[] = {"clear", NULL};
+    int clear = 0;
+    int64_t entries = 0, hits = 0, misses = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "|p:_cudnn_algo_cache",
+                                     kwlist, &clear)) {
+        return NULL;
+    }
+    /* NULL in a CPU-only build, where nothing is cached */
+    if (ampc_cuda.conv2d_algo_cache != NULL) {
+        int err = ampc_cuda.conv2d_algo_cache(clear, &entries, &hits,
+                                              &misses);
+        if (err != 0) {
+            return ampc_cuda_raise("_cudnn_algo_cache", err);
+        }
+    }
+    return Py_BuildValue("(LLL)", (long long)entries, (long long)hits,
+                         (long long)misses);
+}
+
+/* _cudnn_version() -> cuDNN's run-time version (90100 is 9.1.0) or None */
+static PyObject *
+op_cudnn_version(PyObject *module, PyObject *noargs)
+{
+    int64_t v = 0;
+    if (ampc_cuda.cudnn_version != NULL) {
+        int err = ampc_cuda.cudnn_version(&v);
+        if (err != 0) {
+            return ampc_cuda_raise("_cudnn_version", err);
+        }
+    }
+    if (v == 0) {
+        Py_RETURN_NONE;
+    }
+    return PyLong_FromLongLong((long long)v);
+}
+
+// ----------------------------------------------------------------------------
 
 PyMethodDef ampc_linalg_methods[] = {
     {"linear", (PyCFunction)(void (*)(void))op_linear,
@@ -921,5 +1095,21 @@ PyMethodDef ampc_linalg_methods[] = {
      METH_VARARGS | METH_KEYWORDS,
      "_peak_flops(seconds=0.2, kind='fma', nthreads=0) -> measured FLOP/s "
      "of independent multiply-add chains at the CPU level in use"},
+    {"_linalg_cuda_flags", op_linalg_cuda_flags, METH_NOARGS,
+     "_linalg_cuda_flags() -> dict: matmul_allow_tf32, cudnn_enabled, "
+     "cudnn_benchmark, cudnn_deterministic, cudnn_allow_tf32"},
+    {"_set_linalg_cuda_flags",
+     (PyCFunction)(void (*)(void))op_set_linalg_cuda_flags,
+     METH_VARARGS | METH_KEYWORDS,
+     "_set_linalg_cuda_flags(*, matmul_allow_tf32, cudnn_enabled, "
+     "cudnn_benchmark, cudnn_deterministic, cudnn_allow_tf32): sets those "
+     "given"},
+    {"_cudnn_algo_cache", (PyCFunction)(void (*)(void))op_cudnn_algo_cache,
+     METH_VARARGS | METH_KEYWORDS,
+     "_cudnn_algo_cache(clear=False) -> (entries, hits, misses) of the "
+     "conv2d algorithm cache, emptied first when clear"},
+    {"_cudnn_version", op_cudnn_version, METH_NOARGS,
+     "_cudnn_version() -> cuDNN's run-time version (90100 for 9.1.0), or "
+     "None without cuDNN"},
     {NULL},
 };
