@@ -9,15 +9,21 @@
  * and backward: cross_entropy returns (loss, log_probs), and its backward
  * takes log_probs and, optionally, total_weight (the sum of the target
  * weights, which it recomputes from target and weight when None).
+ *
+ * CUDA tensors take the same checks and messages, then the CUDA table's
+ * slots (kernels_cuda.h), with every reduction on the device.  Class
+ * targets and pooling indices are validated by the GPU kernels, which
+ * report a bad one through the deferred error record (ampc_nn_error): it
+ * is read here without a host sync at the next CUDA NN op, which raises
+ * the IndexError then.  A check at the op itself would need a host read of
+ * the targets, a sync every training step.
  */
 #include "ampc.h"
 
 #include <math.h>
 
 #include "cpu/loops.h"
-
-/* Below this many elements an op keeps the GIL: releasing it costs more. */
-#define RELEASE_GIL_MIN 65536
+#include "ops.h"
 
 /* Runs `call` (a kernel call) without the GIL when `work` is large. */
 #define RUN_KERNEL(work, call)                                              \
@@ -46,8 +52,64 @@ ampc_arg_tensor(const char *fn, const char *arg, PyObject *obj)
                      arg, Py_TYPE(obj)->tp_name);
         return NULL;
     }
-    AmpcTensorObject *t = AMPC_TENSOR(obj);
-    return ampc_check_cpu(fn, arg, t) < 0 ? NULL : t;
+    return AMPC_TENSOR(obj);
+}
+
+/* Every tensor of ts (n >= 1, NULL entries skipped) on ts[0]'s device, and
+ * that device made current (ampc_cuda_enter); -1 with an exception. */
+static int
+one_device(const char *fn, int n, AmpcTensorObject *const *ts)
+{
+    for (int k = 1; k < n; k++) {
+        if (ts[k] != NULL && ampc_check_same_device(ts[0], ts[k]) < 0) {
+            return -1;
+        }
+    }
+    return ampc_cuda_enter(fn, ts[0]->device);
+}
+
+/* Raises the IndexError that a CUDA NN kernel recorded since the last
+ * check (kernels_cuda.h ampc_nn_error), and clears it; 0 when none.  Reads
+ * mapped host memory: no sync. */
+static int
+check_deferred(const char *fn)
+{
+    ampc_nn_error *e;
+    int rc = ampc_cuda.nn_error(&e);
+    if (rc != 0) {
+        ampc_cuda_raise(fn, rc);
+        return -1;
+    }
+    if (e->state == 0) {
+        return 0;
+    }
+    if (e->kind == AMPC_NN_ERR_TARGET) {
+        PyErr_Format(PyExc_IndexError,
+                     "%s(): Target %lld is out of bounds (C = %lld). (found "
+                     "on the GPU by an earlier CUDA loss call, reported at "
+                     "this one)",
+                     fn, (long long)e->value, (long long)e->bound);
+    }
+    else {
+        PyErr_Format(PyExc_IndexError,
+                     "%s(): indices must lie in [0, %lld), the H*W elements "
+                     "of an input plane; found %lld (on the GPU, by an "
+                     "earlier max_pool2d_backward call, reported at this "
+                     "one)",
+                     fn, (long long)e->bound, (long long)e->value);
+    }
+    e->state = 0;
+    return -1;
+}
+
+/* Before a CUDA op: one device, made current, no error pending. */
+static int
+cuda_prologue(const char *fn, int n, AmpcTensorObject *const *ts)
+{
+    if (one_device(fn, n, ts) < 0) {
+        return -1;
+    }
+    return ampc_is_cuda(ts[0]) ? check_deferred(fn) : 0;
 }
 
 int
@@ -190,7 +252,7 @@ bad:
     return -1;
 }
 
-/* A 0-d tensor of dt holding d, rounded once. */
+/* A 0-d CPU tensor of dt holding d, rounded once. */
 static AmpcTensorObject *
 scalar_tensor(double d, ampc_dtype dt)
 {
@@ -220,7 +282,8 @@ op_relu_backward(PyObject *module, PyObject *args, PyObject *kwds)
         ampc_arg_float(fn, "output", o) < 0 ||
         ampc_arg_dtype(fn, "grad_output", g, o->dtype, "output") < 0 ||
         ampc_arg_shape(fn, "grad_output", g, o->ndim, o->shape,
-                       "output") < 0) {
+                       "output") < 0 ||
+        cuda_prologue(fn, 2, (AmpcTensorObject *[]){o, g}) < 0) {
         return NULL;
     }
     AmpcTensorObject *gc = ampc_contiguous(g);
@@ -231,8 +294,18 @@ op_relu_backward(PyObject *module, PyObject *args, PyObject *kwds)
                                                           o->device);
     if (gi != NULL) {
         int64_t n = ampc_numel(gi);
-        RUN_KERNEL(n, ampc_cpu.relu_bwd(o->dtype, n, gc->data, oc->data,
-                                        gi->data));
+        if (ampc_is_cuda(o)) {
+            int rc = ampc_cuda.relu_bwd(o->dtype, n, gc->data, oc->data,
+                                        gi->data);
+            if (rc != 0) {
+                Py_CLEAR(gi);
+                ampc_cuda_raise(fn, rc);
+            }
+        }
+        else {
+            RUN_KERNEL(n, ampc_cpu.relu_bwd(o->dtype, n, gc->data, oc->data,
+                                            gi->data));
+        }
     }
     Py_XDECREF(gc);
     Py_XDECREF(oc);
@@ -273,6 +346,7 @@ op_max_pool2d(PyObject *module, PyObject *args, PyObject *kwds)
                                      &ceil_mode) ||
         (x = ampc_arg_tensor(fn, "input", x_obj)) == NULL ||
         ampc_arg_float(fn, "input", x) < 0 ||
+        cuda_prologue(fn, 1, &x) < 0 ||
         parse_pair(fn, "kernel_size", k_obj, k) < 0 ||
         (p_obj != NULL && parse_pair(fn, "padding", p_obj, pad) < 0) ||
         (d_obj != NULL && parse_pair(fn, "dilation", d_obj, dil) < 0)) {
@@ -357,9 +431,19 @@ op_max_pool2d(PyObject *module, PyObject *args, PyObject *kwds)
             NULL) {
         goto done;
     }
-    RUN_KERNEL(ampc_numel(x), ampc_cpu.max_pool2d_fwd(
-                                  &s, x->dtype, xc->data, y->data,
-                                  (int64_t *)idx->data));
+    if (ampc_is_cuda(x)) {
+        int rc = ampc_cuda.max_pool2d_fwd(&s, x->dtype, xc->data, y->data,
+                                          (int64_t *)idx->data);
+        if (rc != 0) {
+            ampc_cuda_raise(fn, rc);
+            goto done;
+        }
+    }
+    else {
+        RUN_KERNEL(ampc_numel(x), ampc_cpu.max_pool2d_fwd(
+                                      &s, x->dtype, xc->data, y->data,
+                                      (int64_t *)idx->data));
+    }
     result = PyTuple_Pack(2, y, idx);
 done:
     Py_XDECREF(xc);
@@ -405,19 +489,69 @@ parse_input_shape(const char *fn, PyObject *obj, int ndim, int64_t *shape)
     return 0;
 }
 
+/* The forward's geometry, optional for the backward (kernel_size None:
+ * absent, kh = 0); the CUDA kernel then gathers instead of scanning. */
+static int
+parse_pool_geometry(const char *fn, PyObject *k_obj, PyObject *s_obj,
+                    PyObject *p_obj, PyObject *d_obj, ampc_pool2d_shape *s)
+{
+    int64_t k[2], st[2], pad[2] = {0, 0}, dil[2] = {1, 1};
+    if (k_obj == Py_None) {
+        s->kh = s->kw = 0;
+        return 0;
+    }
+    if (parse_pair(fn, "kernel_size", k_obj, k) < 0 ||
+        (p_obj != Py_None && parse_pair(fn, "padding", p_obj, pad) < 0) ||
+        (d_obj != Py_None && parse_pair(fn, "dilation", d_obj, dil) < 0)) {
+        return -1;
+    }
+    if (s_obj == Py_None) {
+        st[0] = k[0];
+        st[1] = k[1];
+    }
+    else if (parse_pair(fn, "stride", s_obj, st) < 0) {
+        return -1;
+    }
+    if (k[0] <= 0 || k[1] <= 0 || st[0] <= 0 || st[1] <= 0 || dil[0] <= 0 ||
+        dil[1] <= 0 || pad[0] < 0 || pad[1] < 0) {
+        PyErr_Format(PyExc_RuntimeError,
+                     "%s(): kernel_size, stride and dilation must be "
+                     "positive and padding non-negative, as in the "
+                     "forward",
+                     fn);
+        return -1;
+    }
+    s->kh = k[0];
+    s->kw = k[1];
+    s->sh = st[0];
+    s->sw = st[1];
+    s->ph = pad[0];
+    s->pw = pad[1];
+    s->dh = dil[0];
+    s->dw = dil[1];
+    return 0;
+}
+
 static PyObject *
 op_max_pool2d_backward(PyObject *module, PyObject *args, PyObject *kwds)
 {
-    static char *kwlist[] = {"grad_output", "indices", "input_shape", NULL};
+    static char *kwlist[] = {"grad_output", "indices", "input_shape",
+                             "kernel_size", "stride", "padding", "dilation",
+                             NULL};
     static const char *fn = "max_pool2d_backward";
     PyObject *g_obj, *i_obj, *shape_obj;
+    PyObject *k_obj = Py_None, *s_obj = Py_None, *p_obj = Py_None;
+    PyObject *d_obj = Py_None;
     AmpcTensorObject *g, *ix;
     int64_t in_shape[4];
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOO:max_pool2d_backward",
-                                     kwlist, &g_obj, &i_obj, &shape_obj) ||
+    if (!PyArg_ParseTupleAndKeywords(args, kwds,
+                                     "OOO|OOOO:max_pool2d_backward", kwlist,
+                                     &g_obj, &i_obj, &shape_obj, &k_obj,
+                                     &s_obj, &p_obj, &d_obj) ||
         (g = ampc_arg_tensor(fn, "grad_output", g_obj)) == NULL ||
         (ix = ampc_arg_tensor(fn, "indices", i_obj)) == NULL ||
-        ampc_arg_float(fn, "grad_output", g) < 0) {
+        ampc_arg_float(fn, "grad_output", g) < 0 ||
+        cuda_prologue(fn, 2, (AmpcTensorObject *[]){g, ix}) < 0) {
         return NULL;
     }
     int nd = g->ndim;
@@ -455,6 +589,9 @@ op_max_pool2d_backward(PyObject *module, PyObject *args, PyObject *kwds)
     ampc_pool2d_shape s = {.h = in_shape[nd - 2], .w = in_shape[nd - 1],
                            .oh = g->shape[nd - 2], .ow = g->shape[nd - 1]};
     s.planes = nd == 4 ? g->shape[0] * g->shape[1] : g->shape[0];
+    if (parse_pool_geometry(fn, k_obj, s_obj, p_obj, d_obj, &s) < 0) {
+        return NULL;
+    }
 
     PyObject *result = NULL;
     AmpcTensorObject *gc = ampc_contiguous(g);
@@ -467,10 +604,22 @@ op_max_pool2d_backward(PyObject *module, PyObject *args, PyObject *kwds)
         goto done;
     }
     int status = AMPC_NN_OK;
-    RUN_KERNEL(ampc_numel(gi) + ampc_numel(g),
-               status = ampc_cpu.max_pool2d_bwd(&s, g->dtype, gc->data,
-                                                (const int64_t *)ic->data,
-                                                gi->data));
+    if (ampc_is_cuda(g)) {
+        /* a bad index is reported by the GPU, later (check_deferred) */
+        int rc = ampc_cuda.max_pool2d_bwd(&s, g->dtype, gc->data,
+                                          (const int64_t *)ic->data,
+                                          gi->data);
+        if (rc != 0) {
+            ampc_cuda_raise(fn, rc);
+            goto done;
+        }
+    }
+    else {
+        RUN_KERNEL(ampc_numel(gi) + ampc_numel(g),
+                   status = ampc_cpu.max_pool2d_bwd(
+                       &s, g->dtype, gc->data, (const int64_t *)ic->data,
+                       gi->data));
+    }
     if (status == AMPC_NN_NO_MEMORY) {
         PyErr_NoMemory();
     }
@@ -537,7 +686,8 @@ softmax_common(PyObject *args, PyObject *kwds, int log)
     AmpcTensorObject *x;
     if (!PyArg_ParseTupleAndKeywords(args, kwds, "OO|O", kwlist, &x_obj,
                                      &dim_obj, &dt_obj) ||
-        (x = ampc_arg_tensor(fn, "input", x_obj)) == NULL) {
+        (x = ampc_arg_tensor(fn, "input", x_obj)) == NULL ||
+        cuda_prologue(fn, 1, &x) < 0) {
         return NULL;
     }
     ampc_dtype ydt = x->dtype;
@@ -569,9 +719,19 @@ softmax_common(PyObject *args, PyObject *kwds, int log)
     if (y != NULL && ampc_numel(y) > 0) {
         int64_t outer, r, inner;
         split_dim(x, d, &outer, &r, &inner);
-        RUN_KERNEL(ampc_numel(y), ampc_cpu.softmax_fwd(log, xdt, ydt, outer,
-                                                       r, inner, xc->data,
-                                                       y->data));
+        if (ampc_is_cuda(x)) {
+            int rc = ampc_cuda.softmax_fwd(log, xdt, ydt, outer, r, inner,
+                                           xc->data, y->data);
+            if (rc != 0) {
+                Py_CLEAR(y);
+                ampc_cuda_raise(fn, rc);
+            }
+        }
+        else {
+            RUN_KERNEL(ampc_numel(y),
+                       ampc_cpu.softmax_fwd(log, xdt, ydt, outer, r, inner,
+                                            xc->data, y->data));
+        }
     }
     Py_XDECREF(xc);
     return (PyObject *)y;
@@ -603,7 +763,8 @@ softmax_backward_common(PyObject *args, PyObject *kwds, int log)
         ampc_arg_float(fn, "output", y) < 0 ||
         ampc_arg_dtype(fn, "grad_output", g, y->dtype, "output") < 0 ||
         ampc_arg_shape(fn, "grad_output", g, y->ndim, y->shape,
-                       "output") < 0) {
+                       "output") < 0 ||
+        cuda_prologue(fn, 2, (AmpcTensorObject *[]){y, g}) < 0) {
         return NULL;
     }
     int d = parse_dim(fn, dim_obj, y->ndim);
@@ -619,9 +780,19 @@ softmax_backward_common(PyObject *args, PyObject *kwds, int log)
     if (gx != NULL && ampc_numel(gx) > 0) {
         int64_t outer, r, inner;
         split_dim(y, d, &outer, &r, &inner);
-        RUN_KERNEL(ampc_numel(gx),
-                   ampc_cpu.softmax_bwd(log, y->dtype, outer, r, inner,
-                                        gc->data, yc->data, gx->data));
+        if (ampc_is_cuda(y)) {
+            int rc = ampc_cuda.softmax_bwd(log, y->dtype, outer, r, inner,
+                                           gc->data, yc->data, gx->data);
+            if (rc != 0) {
+                Py_CLEAR(gx);
+                ampc_cuda_raise(fn, rc);
+            }
+        }
+        else {
+            RUN_KERNEL(ampc_numel(gx),
+                       ampc_cpu.softmax_bwd(log, y->dtype, outer, r, inner,
+                                            gc->data, yc->data, gx->data));
+        }
     }
     Py_XDECREF(gc);
     Py_XDECREF(yc);
@@ -644,15 +815,18 @@ op_log_softmax_backward(PyObject *module, PyObject *args, PyObject *kwds)
 // class-index losses: nll_loss and cross_entropy
 
 /* The checked arguments of a class-index loss.  The tensors are new
- * references (contiguous); weight is a float32 copy or NULL. */
+ * references (contiguous); on the CPU weight is a float32 copy or NULL, on
+ * a GPU weight_t is the (contiguous) weight tensor or NULL. */
 typedef struct {
     const char *fn;
     AmpcTensorObject *input;    /* (N, C) or (C,) */
     AmpcTensorObject *target;   /* (N,) or () int64 */
     float *weight;
+    AmpcTensorObject *weight_t;
     ampc_class_loss_shape s;
     int reduction;
     int batched;                /* input is 2-D */
+    int cuda;
 } class_loss;
 
 static void
@@ -660,6 +834,7 @@ class_loss_clear(class_loss *a)
 {
     Py_CLEAR(a->input);
     Py_CLEAR(a->target);
+    Py_CLEAR(a->weight_t);
     PyMem_Free(a->weight);
     a->weight = NULL;
 }
@@ -677,9 +852,11 @@ class_loss_init(class_loss *a, const char *fn, PyObject *in_obj,
         (w_obj != Py_None &&
          (w = ampc_arg_tensor(fn, "weight", w_obj)) == NULL) ||
         ampc_arg_float(fn, "input", in) < 0 ||
-        (a->reduction = parse_reduction(fn, red_obj)) < 0) {
+        (a->reduction = parse_reduction(fn, red_obj)) < 0 ||
+        cuda_prologue(fn, 3, (AmpcTensorObject *[]){in, t, w}) < 0) {
         return -1;
     }
+    a->cuda = ampc_is_cuda(in);
     if (in->ndim != 1 && in->ndim != 2) {
         PyErr_Format(PyExc_RuntimeError,
                      "%s(): input tensor should be 1D (C) or 2D (N, C), got "
@@ -735,6 +912,13 @@ class_loss_init(class_loss *a, const char *fn, PyObject *in_obj,
     a->target = a->input == NULL ? NULL : ampc_contiguous(t);
     if (a->target == NULL) {
         return -1;
+    }
+    if (a->cuda) {
+        /* the kernels validate the targets (check_deferred) */
+        if (w != NULL && (a->weight_t = ampc_contiguous(w)) == NULL) {
+            return -1;
+        }
+        return 0;
     }
     const int64_t *tv = (const int64_t *)a->target->data;
     for (int64_t i = 0; i < a->s.n; i++) {
@@ -821,12 +1005,14 @@ class_loss_reduce(const class_loss *a, const double *row_loss,
  * 'none' (shape (N,) or ()), its one value for 'sum', divided by the total
  * weight for 'mean' (total_weight: a number, a one-element tensor, or None
  * to recompute).  A PyMem array of N floats, or NULL. */
-static float *
-class_loss_row_scale(const class_loss *a, PyObject *g_obj, PyObject *tw_obj)
+/* grad_output of a class-index loss, checked (borrowed), or NULL. */
+static AmpcTensorObject *
+class_loss_grad_output(const class_loss *a, PyObject *g_obj)
 {
     const char *fn = a->fn;
     AmpcTensorObject *g = ampc_arg_tensor(fn, "grad_output", g_obj);
-    if (g == NULL || ampc_arg_float(fn, "grad_output", g) < 0) {
+    if (g == NULL || ampc_arg_float(fn, "grad_output", g) < 0 ||
+        ampc_check_same_device(a->input, g) < 0) {
         return NULL;
     }
     int64_t n = a->s.n;
@@ -843,26 +1029,60 @@ class_loss_row_scale(const class_loss *a, PyObject *g_obj, PyObject *tw_obj)
                      fn, (long long)ampc_numel(g));
         return NULL;
     }
+    return g;
+}
+
+/* total_weight of a 'mean' backward: a one-element float tensor or a
+ * number -> *tw (the tensor, borrowed) or *total; None leaves both. */
+static int
+class_loss_total_arg(const class_loss *a, PyObject *tw_obj,
+                     AmpcTensorObject **tw, double *total)
+{
+    *tw = NULL;
+    if (tw_obj == Py_None) {
+        return 0;
+    }
+    if (!ampc_tensor_check(tw_obj)) {
+        return parse_double(a->fn, "total_weight", tw_obj, total);
+    }
+    *tw = AMPC_TENSOR(tw_obj);
+    if (ampc_numel(*tw) != 1 || !ampc_dtype_is_float((*tw)->dtype)) {
+        PyErr_Format(PyExc_RuntimeError,
+                     "%s(): total_weight must be a one-element "
+                     "floating-point tensor",
+                     a->fn);
+        return -1;
+    }
+    return 0;
+}
+
+static float *
+class_loss_row_scale(const class_loss *a, PyObject *g_obj, PyObject *tw_obj)
+{
+    const char *fn = a->fn;
+    AmpcTensorObject *g = class_loss_grad_output(a, g_obj);
+    if (g == NULL) {
+        return NULL;
+    }
+    int64_t n = a->s.n;
     double scale = 1.0;
     if (a->reduction == REDUCTION_MEAN) {
+        AmpcTensorObject *tw;
         double total;
-        if (tw_obj == Py_None) {
-            /* as the forward's float32 total_weight holds it */
-            total = (float)class_loss_total_weight(a);
+        if (class_loss_total_arg(a, tw_obj, &tw, &total) < 0) {
+            return NULL;
         }
-        else if (ampc_tensor_check(tw_obj)) {
-            AmpcTensorObject *tw = AMPC_TENSOR(tw_obj);
-            if (ampc_numel(tw) != 1 || !ampc_dtype_is_float(tw->dtype)) {
-                PyErr_Format(PyExc_RuntimeError,
-                             "%s(): total_weight must be a one-element "
-                             "floating-point tensor",
-                             fn);
+        if (tw != NULL) {
+            char buf[8];
+            if (ampc_read_to_host(fn, tw, buf, ampc_dtype_size[tw->dtype]) <
+                0) {
                 return NULL;
             }
-            total = ampc_scalar_as_double(tw->dtype, tw->data);
+            total = ampc_scalar_as_double(tw->dtype, buf);
         }
-        else if (parse_double(fn, "total_weight", tw_obj, &total) < 0) {
-            return NULL;
+        else if (tw_obj == Py_None) {
+            /* as the forward's float32 total_weight holds it */
+            total = (float)class_loss_total_weight(a);
         }
         scale = 1.0 / total;
     }
@@ -880,6 +1100,106 @@ class_loss_row_scale(const class_loss *a, PyObject *g_obj, PyObject *tw_obj)
         rs[i] = (float)(ampc_scalar_as_double(g->dtype, p) * scale);
     }
     return rs;
+}
+
+/* The forward on a GPU: (loss, total_weight) for nll_loss, (loss,
+ * log_probs) for cross_entropy (xent), reduced on the device. */
+static PyObject *
+class_loss_fwd_cuda(const class_loss *a, int xent)
+{
+    ampc_dtype dt = a->input->dtype;
+    ampc_device dev = a->input->device;
+    int64_t n = a->s.n, one = 1;
+    PyObject *result = NULL;
+    AmpcTensorObject *loss, *total = NULL, *logp = NULL;
+    if (a->reduction == REDUCTION_NONE) {
+        loss = ampc_tensor_empty(a->batched ? 1 : 0, &n, dt, dev);
+    }
+    else {
+        loss = ampc_tensor_empty(0, &one, dt, dev);
+    }
+    if (loss == NULL ||
+        (total = ampc_tensor_empty(0, &one, AMPC_FLOAT32, dev)) == NULL ||
+        (xent && (logp = ampc_tensor_empty(a->input->ndim, a->input->shape,
+                                           dt, dev)) == NULL)) {
+        goto done;
+    }
+    ampc_cuda_class_loss_args c = {
+        .s = a->s,
+        .reduction = a->reduction,
+        .dt = dt,
+        .input = a->input->data,
+        .target = (const int64_t *)a->target->data,
+        .weight = a->weight_t != NULL ? a->weight_t->data : NULL,
+        .logp = logp != NULL ? logp->data : NULL,
+        .loss = loss->data,
+        .total_weight = (float *)total->data,
+    };
+    int rc = xent ? ampc_cuda.cross_entropy_fwd(&c)
+                  : ampc_cuda.nll_loss_fwd(&c);
+    if (rc != 0) {
+        ampc_cuda_raise(a->fn, rc);
+        goto done;
+    }
+    result = PyTuple_Pack(2, loss, xent ? logp : total);
+done:
+    Py_XDECREF(loss);
+    Py_XDECREF(total);
+    Py_XDECREF(logp);
+    return result;
+}
+
+/* The backward on a GPU: grad (N, C) (input's shape); the per-row factors
+ * are formed on the device from grad_output and total_weight. */
+static AmpcTensorObject *
+class_loss_bwd_cuda(const class_loss *a, PyObject *g_obj, PyObject *tw_obj,
+                    int xent)
+{
+    AmpcTensorObject *g = class_loss_grad_output(a, g_obj), *tw = NULL;
+    double total = 0.0;
+    if (g == NULL || (a->reduction == REDUCTION_MEAN &&
+                      class_loss_total_arg(a, tw_obj, &tw, &total) < 0)) {
+        return NULL;
+    }
+    ampc_cuda_class_loss_args c = {
+        .s = a->s,
+        .reduction = a->reduction,
+        .dt = a->input->dtype,
+        .input = a->input->data,
+        .target = (const int64_t *)a->target->data,
+        .weight = a->weight_t != NULL ? a->weight_t->data : NULL,
+        .grad_out = g->data,
+        .gdt = g->dtype,
+        .grad_stride = (a->reduction == REDUCTION_NONE && a->batched)
+                           ? g->strides[0]
+                           : 0,
+        .total_recompute = tw_obj == Py_None,
+        .total_host = total,
+    };
+    if (tw != NULL && ampc_is_cuda(tw)) {
+        if (ampc_check_same_device(a->input, tw) < 0) {
+            return NULL;
+        }
+        c.total_in = tw->data;
+        c.tdt = tw->dtype;
+    }
+    else if (tw != NULL) {
+        /* a CPU total_weight: one small host read, no GPU wait */
+        c.total_host = ampc_scalar_as_double(tw->dtype, tw->data);
+    }
+    AmpcTensorObject *grad = ampc_tensor_empty(
+        a->input->ndim, a->input->shape, a->input->dtype, a->input->device);
+    if (grad == NULL) {
+        return NULL;
+    }
+    c.grad = grad->data;
+    int rc = xent ? ampc_cuda.cross_entropy_bwd(&c)
+                  : ampc_cuda.nll_loss_bwd(&c);
+    if (rc != 0) {
+        Py_DECREF(grad);
+        return ampc_cuda_raise(a->fn, rc);
+    }
+    return grad;
 }
 
 static PyObject *
@@ -902,6 +1222,10 @@ op_nll_loss(PyObject *module, PyObject *args, PyObject *kwds)
                              red_obj ? red_obj : mean, ignore_index, 0.0);
     Py_XDECREF(mean);
     if (rc < 0) {
+        goto done;
+    }
+    if (a.cuda) {
+        result = class_loss_fwd_cuda(&a, 0);
         goto done;
     }
     rows = PyMem_Malloc(sizeof(double) * (size_t)(2 * a.s.n + 1));
@@ -943,6 +1267,11 @@ op_nll_loss_backward(PyObject *module, PyObject *args, PyObject *kwds)
     int rc = class_loss_init(&a, "nll_loss_backward", in_obj, t_obj, w_obj,
                              red_obj ? red_obj : mean, ignore_index, 0.0);
     Py_XDECREF(mean);
+    if (rc == 0 && a.cuda) {
+        AmpcTensorObject *grad = class_loss_bwd_cuda(&a, g_obj, tw_obj, 0);
+        class_loss_clear(&a);
+        return (PyObject *)grad;
+    }
     float *rs = rc < 0 ? NULL : class_loss_row_scale(&a, g_obj, tw_obj);
     AmpcTensorObject *grad = NULL;
     if (rs != NULL) {
@@ -990,6 +1319,10 @@ op_cross_entropy(PyObject *module, PyObject *args, PyObject *kwds)
                              red_obj ? red_obj : mean, ignore_index, ls);
     Py_XDECREF(mean);
     if (rc < 0) {
+        goto done;
+    }
+    if (a.cuda) {
+        result = class_loss_fwd_cuda(&a, 1);
         goto done;
     }
     rows = PyMem_Malloc(sizeof(double) * (size_t)(2 * a.s.n + 1));
@@ -1056,6 +1389,11 @@ op_cross_entropy_backward(PyObject *module, PyObject *args, PyObject *kwds)
     int rc = class_loss_init(&a, fn, in_obj, t_obj, w_obj,
                              red_obj ? red_obj : mean, ignore_index, ls);
     Py_XDECREF(mean);
+    if (rc == 0 && a.cuda) {
+        AmpcTensorObject *grad = class_loss_bwd_cuda(&a, g_obj, tw_obj, 1);
+        class_loss_clear(&a);
+        return (PyObject *)grad;
+    }
     float *rs = rc < 0 ? NULL : class_loss_row_scale(&a, g_obj, tw_obj);
     AmpcTensorObject *grad = NULL;
     if (rs != NULL) {
@@ -1086,7 +1424,8 @@ mse_args(const char *fn, PyObject *x_obj, PyObject *t_obj,
         ampc_arg_float(fn, "input", *x) < 0 ||
         ampc_arg_dtype(fn, "target", *t, (*x)->dtype, "input") < 0 ||
         ampc_arg_shape(fn, "target", *t, (*x)->ndim, (*x)->shape,
-                       "input") < 0) {
+                       "input") < 0 ||
+        cuda_prologue(fn, 2, (AmpcTensorObject *[]){*x, *t}) < 0) {
         return -1;
     }
     return 0;
@@ -1111,6 +1450,21 @@ op_mse_loss(PyObject *module, PyObject *args, PyObject *kwds)
     AmpcTensorObject *tc = xc == NULL ? NULL : ampc_contiguous(t);
     AmpcTensorObject *out = NULL;
     if (tc == NULL) {
+        goto done;
+    }
+    if (ampc_is_cuda(x)) {
+        int64_t one = 1;
+        out = red == REDUCTION_NONE
+                  ? ampc_tensor_empty(x->ndim, x->shape, x->dtype, x->device)
+                  : ampc_tensor_empty(0, &one, x->dtype, x->device);
+        int rc = out == NULL ? 0
+                             : ampc_cuda.mse_loss_fwd(x->dtype, n, red,
+                                                      xc->data, tc->data,
+                                                      out->data);
+        if (rc != 0) {
+            Py_CLEAR(out);
+            ampc_cuda_raise(fn, rc);
+        }
         goto done;
     }
     if (red == REDUCTION_NONE) {
@@ -1158,7 +1512,8 @@ op_mse_loss_backward(PyObject *module, PyObject *args, PyObject *kwds)
         mse_args(fn, x_obj, t_obj, &x, &t) < 0 ||
         (red_obj != NULL && (red = parse_reduction(fn, red_obj)) < 0) ||
         (g = ampc_arg_tensor(fn, "grad_output", g_obj)) == NULL ||
-        ampc_arg_float(fn, "grad_output", g) < 0) {
+        ampc_arg_float(fn, "grad_output", g) < 0 ||
+        ampc_check_same_device(x, g) < 0) {
         return NULL;
     }
     int64_t n = ampc_numel(x);
@@ -1176,7 +1531,8 @@ op_mse_loss_backward(PyObject *module, PyObject *args, PyObject *kwds)
                      fn, (long long)ampc_numel(g));
         return NULL;
     }
-    else {
+    else if (!ampc_is_cuda(x)) {
+        /* on a GPU the kernel forms the scale from the device value */
         scale *= ampc_scalar_as_double(g->dtype, g->data);
         if (red == REDUCTION_MEAN) {
             scale /= (double)n;
@@ -1192,9 +1548,20 @@ op_mse_loss_backward(PyObject *module, PyObject *args, PyObject *kwds)
             NULL) {
         goto done;
     }
-    RUN_KERNEL(n, ampc_cpu.mse_loss_bwd(x->dtype, n, xc->data, tc->data,
-                                        gc != NULL ? gc->data : NULL,
-                                        (float)scale, gx->data));
+    if (ampc_is_cuda(x)) {
+        int rc = ampc_cuda.mse_loss_bwd(x->dtype, n, red, xc->data, tc->data,
+                                        gc != NULL ? gc->data : g->data,
+                                        g->dtype, gx->data);
+        if (rc != 0) {
+            Py_CLEAR(gx);
+            ampc_cuda_raise(fn, rc);
+        }
+    }
+    else {
+        RUN_KERNEL(n, ampc_cpu.mse_loss_bwd(x->dtype, n, xc->data, tc->data,
+                                            gc != NULL ? gc->data : NULL,
+                                            (float)scale, gx->data));
+    }
 done:
     Py_XDECREF(xc);
     Py_XDECREF(tc);
@@ -1237,7 +1604,8 @@ op_dropout(PyObject *module, PyObject *args, PyObject *kwds)
     if (!PyArg_ParseTupleAndKeywords(args, kwds, "Od|p:dropout", kwlist,
                                      &x_obj, &p, &training) ||
         (x = ampc_arg_tensor(fn, "input", x_obj)) == NULL ||
-        ampc_arg_float(fn, "input", x) < 0 || check_p(fn, p) < 0) {
+        ampc_arg_float(fn, "input", x) < 0 || check_p(fn, p) < 0 ||
+        cuda_prologue(fn, 1, &x) < 0) {
         return NULL;
     }
     PyObject *result = NULL;
@@ -1253,8 +1621,33 @@ op_dropout(PyObject *module, PyObject *args, PyObject *kwds)
     }
     if (!training) {
         /* evaluation: y is a copy, every element kept */
-        memset(mask->data, 1, (size_t)n);
+        if (ampc_is_cuda(x)) {
+            if (ampc_fill_value(mask, Py_True, fn) < 0) {
+                goto done;
+            }
+        }
+        else {
+            memset(mask->data, 1, (size_t)n);
+        }
         if (ampc_copy_into(y, xc) < 0) {
+            goto done;
+        }
+    }
+    else if (ampc_is_cuda(x)) {
+        /* the CPU's mask bits: the same generator state, advanced alike */
+        ampc_state *st = ampc_get_state();
+        uint64_t offset = st->offset;
+        st->offset += ((uint64_t)n + 3) & ~(uint64_t)3;
+        int rc = ampc_cuda.random(AMPC_RAND_BERNOULLI, AMPC_BOOL, n,
+                                  mask->data, st->seed, offset, 1.0 - p,
+                                  0.0);
+        if (rc == 0) {
+            rc = ampc_cuda.masked_scale(x->dtype, n, xc->data,
+                                        (const uint8_t *)mask->data,
+                                        dropout_scale(p), y->data);
+        }
+        if (rc != 0) {
+            ampc_cuda_raise(fn, rc);
             goto done;
         }
     }
@@ -1291,7 +1684,8 @@ op_dropout_backward(PyObject *module, PyObject *args, PyObject *kwds)
                                      kwlist, &g_obj, &m_obj, &p) ||
         (g = ampc_arg_tensor(fn, "grad_output", g_obj)) == NULL ||
         (m = ampc_arg_tensor(fn, "mask", m_obj)) == NULL ||
-        ampc_arg_float(fn, "grad_output", g) < 0 || check_p(fn, p) < 0) {
+        ampc_arg_float(fn, "grad_output", g) < 0 || check_p(fn, p) < 0 ||
+        cuda_prologue(fn, 2, (AmpcTensorObject *[]){g, m}) < 0) {
         return NULL;
     }
     if (m->dtype != AMPC_BOOL) {
@@ -1310,7 +1704,16 @@ op_dropout_backward(PyObject *module, PyObject *args, PyObject *kwds)
                                       : ampc_tensor_empty(g->ndim, g->shape,
                                                           g->dtype,
                                                           g->device);
-    if (gx != NULL) {
+    if (gx != NULL && ampc_is_cuda(g)) {
+        int rc = ampc_cuda.masked_scale(g->dtype, n, gc->data,
+                                        (const uint8_t *)mc->data,
+                                        dropout_scale(p), gx->data);
+        if (rc != 0) {
+            Py_CLEAR(gx);
+            ampc_cuda_raise(fn, rc);
+        }
+    }
+    else if (gx != NULL) {
         RUN_KERNEL(n, ampc_cpu.masked_scale(g->dtype, n, gc->data,
                                             (const uint8_t *)mc->data,
                                             dropout_scale(p), gx->data));

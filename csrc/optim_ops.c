@@ -4,13 +4,22 @@
  * hyper-parameters are checked as torch's optimizer constructors check them;
  * the bias corrections of Adam are computed here in double, as torch
  * computes them in Python floats.  ampc/optim wraps these.
+ *
+ * On a GPU every tensor is on the param's device and the step is one
+ * queued kernel.  PyTorch's _step_supports_amp_scaling contract: grad_scale
+ * and found_inf (one-element float32 tensors on the param's device, or
+ * None) are passed to the kernels as pointers, which skip the whole step
+ * when *found_inf != 0 and use grad / *grad_scale (the grad tensor itself
+ * is left scaled); and Adam's step may be a float32 tensor on the param's
+ * device, which the kernel advances (unless skipped) and takes the bias
+ * corrections from: a step then never waits for the GPU.
  */
 #include "ampc.h"
 
 #include <math.h>
 
-/* Below this many elements a step keeps the GIL: releasing it costs more. */
-#define RELEASE_GIL_MIN 65536
+#include "nn_math.h"
+#include "ops.h"
 
 // ----------------------------------------------------------------------------
 // argument helpers
@@ -24,7 +33,8 @@ state_tensor(const char *fn, const char *arg, PyObject *obj,
     AmpcTensorObject *t = ampc_arg_tensor(fn, arg, obj);
     if (t == NULL || ampc_arg_float(fn, arg, t) < 0 ||
         (param != NULL &&
-         (ampc_arg_dtype(fn, arg, t, param->dtype, "param") < 0 ||
+         (ampc_check_same_device(param, t) < 0 ||
+          ampc_arg_dtype(fn, arg, t, param->dtype, "param") < 0 ||
           ampc_arg_shape(fn, arg, t, param->ndim, param->shape, "param") <
               0))) {
         return NULL;
@@ -36,6 +46,50 @@ state_tensor(const char *fn, const char *arg, PyObject *obj,
         return NULL;
     }
     return t;
+}
+
+/* An optional one-element float32 tensor on the param's device (grad_scale,
+ * found_inf, Adam's step tensor): *ptr = its element's address, or NULL for
+ * None. */
+static int
+scalar_state(const char *fn, const char *arg, PyObject *obj,
+             AmpcTensorObject *param, float **ptr)
+{
+    *ptr = NULL;
+    if (obj == Py_None) {
+        return 0;
+    }
+    AmpcTensorObject *t = ampc_arg_tensor(fn, arg, obj);
+    if (t == NULL) {
+        return -1;
+    }
+    if (t->dtype != AMPC_FLOAT32 || ampc_numel(t) != 1) {
+        char buf[256];
+        ampc_format_shape(buf, sizeof(buf), t->ndim, t->shape);
+        PyErr_Format(PyExc_RuntimeError,
+                     "%s(): expected %s to be a one-element float32 tensor, "
+                     "got %s of shape %s",
+                     fn, arg, ampc_dtype_name(t->dtype), buf);
+        return -1;
+    }
+    if (ampc_check_same_device(param, t) < 0) {
+        return -1;
+    }
+    *ptr = (float *)t->data;
+    return 0;
+}
+
+/* A grad on the param's device, contiguous (new reference). */
+static AmpcTensorObject *
+grad_tensor(const char *fn, PyObject *obj, AmpcTensorObject *p)
+{
+    AmpcTensorObject *g = ampc_arg_tensor(fn, "grad", obj);
+    if (g == NULL || ampc_check_same_device(p, g) < 0 ||
+        ampc_arg_dtype(fn, "grad", g, p->dtype, "param") < 0 ||
+        ampc_arg_shape(fn, "grad", g, p->ndim, p->shape, "param") < 0) {
+        return NULL;
+    }
+    return ampc_contiguous(g);
 }
 
 /* torch's constructor check: "Invalid learning rate: -1.0" */
@@ -61,20 +115,23 @@ op_sgd_step_(PyObject *module, PyObject *args, PyObject *kwds)
 {
     static char *kwlist[] = {"param", "grad", "momentum_buffer", "lr",
                              "momentum", "dampening", "weight_decay",
-                             "nesterov", "maximize", "first_step", NULL};
+                             "nesterov", "maximize", "first_step",
+                             "grad_scale", "found_inf", NULL};
     static const char *fn = "sgd_step_";
     PyObject *p_obj, *g_obj, *b_obj;
+    PyObject *gs_obj = Py_None, *fi_obj = Py_None;
     double lr, momentum, dampening, weight_decay;
     int nesterov, maximize, first_step;
-    AmpcTensorObject *p, *g, *buf = NULL;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOOddddppp:sgd_step_",
+    AmpcTensorObject *p, *buf = NULL;
+    float *grad_scale, *found_inf;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOOddddppp|$OO:sgd_step_",
                                      kwlist, &p_obj, &g_obj, &b_obj, &lr,
                                      &momentum, &dampening, &weight_decay,
-                                     &nesterov, &maximize, &first_step) ||
+                                     &nesterov, &maximize, &first_step,
+                                     &gs_obj, &fi_obj) ||
         (p = state_tensor(fn, "param", p_obj, NULL)) == NULL ||
-        (g = ampc_arg_tensor(fn, "grad", g_obj)) == NULL ||
-        ampc_arg_dtype(fn, "grad", g, p->dtype, "param") < 0 ||
-        ampc_arg_shape(fn, "grad", g, p->ndim, p->shape, "param") < 0 ||
+        scalar_state(fn, "grad_scale", gs_obj, p, &grad_scale) < 0 ||
+        scalar_state(fn, "found_inf", fi_obj, p, &found_inf) < 0 ||
         check_range("learning rate", lr, 0.0, INFINITY, 0) < 0 ||
         check_range("momentum value", momentum, 0.0, INFINITY, 0) < 0 ||
         check_range("weight_decay value", weight_decay, 0.0, INFINITY, 0) <
@@ -110,14 +167,27 @@ op_sgd_step_(PyObject *module, PyObject *args, PyObject *kwds)
         .nesterov = nesterov,
         .maximize = maximize,
         .first_step = first_step,
+        .grad_scale = grad_scale,
+        .found_inf = found_inf,
     };
-    AmpcTensorObject *gc = ampc_contiguous(g);
+    if (ampc_cuda_enter(fn, p->device) < 0) {
+        return NULL;
+    }
+    AmpcTensorObject *gc = grad_tensor(fn, g_obj, p);
     if (gc == NULL) {
         return NULL;
     }
     int64_t n = ampc_numel(p);
     void *bdata = buf != NULL ? buf->data : NULL;
-    if (n >= RELEASE_GIL_MIN) {
+    if (ampc_is_cuda(p)) {
+        int rc = ampc_cuda.sgd_step(&a, p->dtype, n, p->data, gc->data,
+                                    bdata);
+        if (rc != 0) {
+            Py_DECREF(gc);
+            return ampc_cuda_raise(fn, rc);
+        }
+    }
+    else if (n >= RELEASE_GIL_MIN) {
         Py_BEGIN_ALLOW_THREADS
         ampc_cpu.sgd_step(&a, p->dtype, n, p->data, gc->data, bdata);
         Py_END_ALLOW_THREADS
@@ -142,20 +212,23 @@ op_adam_step_(PyObject *module, PyObject *args, PyObject *kwds)
     static char *kwlist[] = {"param", "grad", "exp_avg", "exp_avg_sq",
                              "max_exp_avg_sq", "step", "lr", "beta1",
                              "beta2", "eps", "weight_decay", "amsgrad",
-                             "maximize", "decoupled_weight_decay", NULL};
+                             "maximize", "decoupled_weight_decay",
+                             "grad_scale", "found_inf", NULL};
     static const char *fn = "adam_step_";
-    PyObject *p_obj, *g_obj, *m_obj, *v_obj, *x_obj;
-    double step, lr, beta1, beta2, eps, weight_decay;
+    PyObject *p_obj, *g_obj, *m_obj, *v_obj, *x_obj, *step_obj;
+    PyObject *gs_obj = Py_None, *fi_obj = Py_None;
+    double step = 0.0, lr, beta1, beta2, eps, weight_decay;
     int amsgrad, maximize, decoupled;
-    AmpcTensorObject *p, *g, *m, *v, *vmax = NULL;
+    AmpcTensorObject *p, *m, *v, *vmax = NULL;
+    float *grad_scale, *found_inf, *step_ptr = NULL;
     if (!PyArg_ParseTupleAndKeywords(
-            args, kwds, "OOOOOddddddppp:adam_step_", kwlist, &p_obj, &g_obj,
-            &m_obj, &v_obj, &x_obj, &step, &lr, &beta1, &beta2, &eps,
-            &weight_decay, &amsgrad, &maximize, &decoupled) ||
+            args, kwds, "OOOOOOdddddppp|$OO:adam_step_", kwlist, &p_obj,
+            &g_obj, &m_obj, &v_obj, &x_obj, &step_obj, &lr, &beta1, &beta2,
+            &eps, &weight_decay, &amsgrad, &maximize, &decoupled, &gs_obj,
+            &fi_obj) ||
         (p = state_tensor(fn, "param", p_obj, NULL)) == NULL ||
-        (g = ampc_arg_tensor(fn, "grad", g_obj)) == NULL ||
-        ampc_arg_dtype(fn, "grad", g, p->dtype, "param") < 0 ||
-        ampc_arg_shape(fn, "grad", g, p->ndim, p->shape, "param") < 0 ||
+        scalar_state(fn, "grad_scale", gs_obj, p, &grad_scale) < 0 ||
+        scalar_state(fn, "found_inf", fi_obj, p, &found_inf) < 0 ||
         (m = state_tensor(fn, "exp_avg", m_obj, p)) == NULL ||
         (v = state_tensor(fn, "exp_avg_sq", v_obj, p)) == NULL ||
         check_range("learning rate", lr, 0.0, INFINITY, 0) < 0 ||
@@ -166,7 +239,25 @@ op_adam_step_(PyObject *module, PyObject *args, PyObject *kwds)
             0) {
         return NULL;
     }
-    if (!(step >= 1.0)) {
+    /* step: the 1-based number of this step, or the state's float32
+     * counter tensor, which the kernel advances */
+    if (ampc_tensor_check(step_obj)) {
+        if (scalar_state(fn, "step", step_obj, p, &step_ptr) < 0) {
+            return NULL;
+        }
+    }
+    else if (!PyFloat_Check(step_obj) && !PyLong_Check(step_obj)) {
+        PyErr_Format(PyExc_TypeError,
+                     "%s(): argument 'step' must be a number or a "
+                     "one-element float32 tensor, not %.100s",
+                     fn, Py_TYPE(step_obj)->tp_name);
+        return NULL;
+    }
+    else if ((step = PyFloat_AsDouble(step_obj)) == -1.0 &&
+             PyErr_Occurred()) {
+        return NULL;
+    }
+    if (step_ptr == NULL && !(step >= 1.0)) {
         PyObject *num = PyFloat_FromDouble(step);
         if (num != NULL) {
             PyErr_Format(PyExc_ValueError,
@@ -189,10 +280,6 @@ op_adam_step_(PyObject *module, PyObject *args, PyObject *kwds)
             return NULL;
         }
     }
-    /* torch: step_size = lr / (1 - beta1 ** step), and the second moment
-     * is divided by (1 - beta2 ** step) ** 0.5, all in Python floats */
-    double bias_correction1 = 1.0 - pow(beta1, step);
-    double bias_correction2 = 1.0 - pow(beta2, step);
     ampc_adam_args a = {
         .one_minus_beta1 = (float)(1.0 - beta1),
         .beta2 = (float)beta2,
@@ -200,18 +287,40 @@ op_adam_step_(PyObject *module, PyObject *args, PyObject *kwds)
         .eps = (float)eps,
         .weight_decay = (float)weight_decay,
         .decay = (float)(1.0 - lr * weight_decay),
-        .neg_step_size = (float)(-(lr / bias_correction1)),
-        .bias_correction2_sqrt = (float)pow(bias_correction2, 0.5),
         .maximize = maximize,
         .decoupled = decoupled,
+        .grad_scale = grad_scale,
+        .found_inf = found_inf,
+        .step = step_ptr,
+        .lr = lr,
+        .beta1 = beta1,
+        .beta2_f64 = beta2,
     };
-    AmpcTensorObject *gc = ampc_contiguous(g);
+    /* torch: step_size = lr / (1 - beta1 ** step), and the second moment
+     * is divided by (1 - beta2 ** step) ** 0.5, all in Python floats (with
+     * a step tensor, the kernel does this from the advanced counter) */
+    if (step_ptr == NULL) {
+        ampc_adam_bias_corrections(lr, beta1, beta2, step, &a.neg_step_size,
+                                   &a.bias_correction2_sqrt);
+    }
+    if (ampc_cuda_enter(fn, p->device) < 0) {
+        return NULL;
+    }
+    AmpcTensorObject *gc = grad_tensor(fn, g_obj, p);
     if (gc == NULL) {
         return NULL;
     }
     int64_t n = ampc_numel(p);
     void *xdata = vmax != NULL ? vmax->data : NULL;
-    if (n >= RELEASE_GIL_MIN) {
+    if (ampc_is_cuda(p)) {
+        int rc = ampc_cuda.adam_step(&a, p->dtype, n, p->data, gc->data,
+                                     m->data, v->data, xdata);
+        if (rc != 0) {
+            Py_DECREF(gc);
+            return ampc_cuda_raise(fn, rc);
+        }
+    }
+    else if (n >= RELEASE_GIL_MIN) {
         Py_BEGIN_ALLOW_THREADS
         ampc_cpu.adam_step(&a, p->dtype, n, p->data, gc->data, m->data,
                            v->data, xdata);
@@ -228,6 +337,9 @@ op_adam_step_(PyObject *module, PyObject *args, PyObject *kwds)
     if (vmax != NULL) {
         vmax->storage->version++;
     }
+    if (step_ptr != NULL) {
+        AMPC_TENSOR(step_obj)->storage->version++;
+    }
     Py_RETURN_NONE;
 }
 
@@ -237,13 +349,16 @@ PyMethodDef ampc_optim_methods[] = {
     {"sgd_step_", (PyCFunction)(void (*)(void))op_sgd_step_,
      METH_VARARGS | METH_KEYWORDS,
      "sgd_step_(param, grad, momentum_buffer, lr, momentum, dampening, "
-     "weight_decay, nesterov, maximize, first_step): one fused in-place "
-     "torch.optim.SGD step"},
+     "weight_decay, nesterov, maximize, first_step, *, grad_scale=None, "
+     "found_inf=None): one fused in-place torch.optim.SGD step; skipped "
+     "entirely when found_inf != 0, the gradient divided by grad_scale"},
     {"adam_step_", (PyCFunction)(void (*)(void))op_adam_step_,
      METH_VARARGS | METH_KEYWORDS,
      "adam_step_(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, step, "
      "lr, beta1, beta2, eps, weight_decay, amsgrad, maximize, "
-     "decoupled_weight_decay): one fused in-place torch.optim.Adam (AdamW "
-     "when decoupled) step"},
+     "decoupled_weight_decay, *, grad_scale=None, found_inf=None): one "
+     "fused in-place torch.optim.Adam (AdamW when decoupled) step; step is "
+     "the step's number or a float32 counter tensor that the step "
+     "advances (unless skipped: found_inf != 0)"},
     {NULL},
 };

@@ -405,13 +405,16 @@ class _MaxPool2d(Function):
         y, indices = _C.max_pool2d(x, kernel_size, stride, padding,
                                    dilation, ceil_mode)
         ctx.in_shape = tuple(x.shape)
+        # the geometry lets the CUDA backward gather without atomics
+        ctx.geometry = (kernel_size, stride, padding, dilation)
         ctx.save_for_backward(indices)
         return y, indices
 
     @staticmethod
     def backward(ctx, g):
         indices, = ctx.saved_tensors
-        return _C.max_pool2d_backward(g, indices, ctx.in_shape)
+        return _C.max_pool2d_backward(g, indices, ctx.in_shape,
+                                      *ctx.geometry)
 
 
 def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1,

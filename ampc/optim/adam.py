@@ -13,7 +13,7 @@ maximize), each parameter updated by one fused ``_C.adam_step_`` pass.
 from .. import _C
 from ..autograd import no_grad
 from .optimizer import Optimizer, _scalar, required
-from .sgd import _check_differentiable, _dev
+from .sgd import _amp_state, _check_differentiable, _check_fused, _dev
 
 __all__ = ["Adam", "AdamW"]
 
@@ -24,6 +24,16 @@ class Adam(Optimizer):
     ``decoupled_weight_decay``, as AdamW); m = b1 m + (1 - b1) g;
     v = b2 v + (1 - b2) g^2; v_max = max(v_max, v) with ``amsgrad``;
     p -= lr / (1 - b1^t) * m / (sqrt(v / (1 - b2^t)) + eps).
+
+    ``fused=True`` sets ``_step_supports_amp_scaling``, as torch: a
+    GradScaler hands the step ``grad_scale`` and ``found_inf`` tensors, the
+    kernel skips the step on the device when ``found_inf`` is nonzero and
+    divides the gradients by ``grad_scale`` (``.grad`` is left scaled).
+    With ``fused=True`` or ``capturable=True`` (CUDA parameters only, as
+    torch) the state's ``step`` is a float32 tensor on the parameter's
+    device, advanced by the kernel unless the step is skipped, with the
+    bias corrections computed from it there: a step never waits for the
+    GPU and can be captured in a CUDA graph.
 
     >>> import ampc
     >>> model = ampc.nn.Linear(3, 1)
@@ -56,11 +66,8 @@ class Adam(Optimizer):
             raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
         if not 0.0 <= weight_decay:
             raise ValueError(f"Invalid weight_decay value: {weight_decay}")
-        if capturable:
-            raise RuntimeError(
-                f"{name}(): capturable=True (CUDA graph capture) is not "
-                "supported by ampc")
         _check_differentiable(name, differentiable)
+        _check_fused(fused, foreach)
         defaults = {
             "lr": lr, "betas": betas, "eps": eps,
             "weight_decay": weight_decay, "amsgrad": amsgrad,
@@ -69,6 +76,8 @@ class Adam(Optimizer):
             "fused": fused, "decoupled_weight_decay": decoupled_weight_decay,
         }
         super().__init__(params, defaults)
+        if fused:
+            self._step_supports_amp_scaling = True
 
     def __setstate__(self, state):
         super().__setstate__(state)
@@ -94,30 +103,52 @@ class Adam(Optimizer):
             amsgrad = bool(group["amsgrad"])
             maximize = bool(group["maximize"])
             decoupled = bool(group["decoupled_weight_decay"])
+            fused = bool(group["fused"])
+            capturable = bool(group["capturable"])
             for p in group["params"]:
                 grad = p.grad
                 if grad is None:
                     continue
+                if capturable and p.device_type != "cuda":
+                    raise RuntimeError(
+                        "If capturable=True, params and state_steps must be "
+                        "on supported devices: ['cuda'].")
+                # the kernel advances a counter on the param's device
+                on_device = fused or capturable
                 state = self.state[p]
                 if not state:
                     shape, dev = tuple(p.shape), _dev(p)
-                    state["step"] = _C.full((), 0.0, _C.float32, "cpu")
+                    state["step"] = _C.full((), 0.0, _C.float32,
+                                            dev if on_device else "cpu")
                     state["exp_avg"] = _C.full(shape, 0, p.dtype, dev)
                     state["exp_avg_sq"] = _C.full(shape, 0, p.dtype, dev)
                     if amsgrad:
                         state["max_exp_avg_sq"] = _C.full(shape, 0,
                                                           p.dtype, dev)
                 step_t = state["step"]
-                _C.binary("add", step_t, 1, step_t)
                 max_sq = state.get("max_exp_avg_sq") if amsgrad else None
                 if amsgrad and max_sq is None:
                     # amsgrad switched on after the first steps
                     max_sq = _C.full(tuple(p.shape), 0, p.dtype, _dev(p))
                     state["max_exp_avg_sq"] = max_sq
+                grad_scale = found_inf = None
+                if fused:
+                    grad_scale, found_inf = _amp_state(self, p)
+                if on_device:
+                    if (step_t.device_type != p.device_type
+                            or step_t.device_index != p.device_index
+                            or step_t.dtype is not _C.float32):
+                        # e.g. a state dict saved without fused
+                        step_t = step_t._to(_dev(p), _C.float32, True)
+                        state["step"] = step_t
+                    step = step_t
+                else:
+                    _C.binary("add", step_t, 1, step_t)
+                    step = int(step_t.item())
                 _C.adam_step_(p, grad, state["exp_avg"], state["exp_avg_sq"],
-                              max_sq, int(step_t.item()), lr, beta1, beta2,
-                              eps, weight_decay, amsgrad, maximize,
-                              decoupled)
+                              max_sq, step, lr, beta1, beta2, eps,
+                              weight_decay, amsgrad, maximize, decoupled,
+                              grad_scale=grad_scale, found_inf=found_inf)
         return loss
 
 

@@ -232,18 +232,24 @@ class Optimizer:
         return {"state": state, "param_groups": groups}
 
     @staticmethod
-    def _cast_state(param, value, key=None):
+    def _cast_state(param, value, key=None, step_on_device=False):
         """A copy of a state value, its tensors moved to param's device and
-        floating point ones cast to param's dtype (except ``step``)."""
+        floating point ones cast to param's dtype, except ``step``, which,
+        as in torch, stays where it was unless the group is fused or
+        capturable (then a float32 tensor on param's device)."""
         if isinstance(value, _TB):
             dev = "cpu" if param.device_type == "cpu" else \
                 f"cuda:{param.device_index}"
-            if key != "step" and value.dtype.is_floating_point and \
+            if key == "step":
+                if step_on_device:
+                    return value._to(dev, _C.float32, True)
+                return value._to(None, None, True)
+            if value.dtype.is_floating_point and \
                     param.dtype.is_floating_point:
                 return value._to(dev, param.dtype, True)
             return value._to(dev, None, True)
         if isinstance(value, dict):
-            return {k: Optimizer._cast_state(param, v, k)
+            return {k: Optimizer._cast_state(param, v, k, step_on_device)
                     for k, v in value.items()}
         if isinstance(value, (list, tuple)):
             return type(value)(Optimizer._cast_state(param, v)
@@ -282,11 +288,16 @@ class Optimizer:
         id_map = dict(zip(
             itertools.chain.from_iterable(g["params"] for g in saved_groups),
             itertools.chain.from_iterable(g["params"] for g in groups)))
+        on_device = {}
+        for g in saved_groups:
+            for k in g["params"]:
+                on_device[k] = bool(g.get("fused") or g.get("capturable"))
         state = collections.defaultdict(dict)
         for k, v in state_dict["state"].items():
             if k in id_map:
                 param = id_map[k]
-                state[param] = self._cast_state(param, v)
+                state[param] = self._cast_state(param, v,
+                                                step_on_device=on_device[k])
             else:
                 state[k] = v
 

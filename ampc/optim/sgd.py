@@ -26,13 +26,46 @@ def _check_differentiable(name, differentiable):
             "record)")
 
 
+def _check_fused(fused, foreach):
+    """torch's constructor check of ``fused``: None, False or True, and not
+    together with ``foreach=True``."""
+    if fused not in (None, False, True):
+        raise TypeError(f"fused must be None, False or True, got {fused!r}")
+    if fused and foreach:
+        raise RuntimeError("`fused` and `foreach` cannot be `True` together.")
+
+
+def _amp_state(opt, p):
+    """The ``grad_scale`` and ``found_inf`` that a GradScaler set on ``opt``
+    for this step (PyTorch's ``_step_supports_amp_scaling`` contract), as
+    tensors on ``p``'s device, or None."""
+    out = []
+    for name in ("grad_scale", "found_inf"):
+        t = getattr(opt, name, None)
+        if t is not None and (t.device_type != p.device_type
+                              or t.device_index != p.device_index):
+            t = t._to(_dev(p), None, False)
+        out.append(t)
+    return out
+
+
 class SGD(Optimizer):
     """PyTorch's SGD.  With g the gradient (negated when ``maximize``):
     g += weight_decay * p; with momentum, buf = g on the first step, then
     buf = momentum * buf + (1 - dampening) * g, and g = buf (or
-    g + momentum * buf with ``nesterov``); p -= lr * g.  ``foreach`` and
-    ``fused`` are accepted for compatibility (ampc's step is always one
-    fused pass per parameter).
+    g + momentum * buf with ``nesterov``); p -= lr * g.  ampc's step is
+    always one fused pass per parameter; ``foreach`` is accepted for
+    compatibility.
+
+    ``fused=True`` also sets ``_step_supports_amp_scaling``, as torch: a
+    GradScaler then hands the step its ``grad_scale`` and ``found_inf``
+    tensors (attributes of the optimizer) instead of syncing to decide the
+    skip, and the kernel itself skips the step when ``found_inf`` is nonzero
+    and divides the gradients by ``grad_scale`` (the ``.grad`` tensors are
+    left scaled).  On a GPU the step then never waits for the device.
+    NOTE: with momentum, the buffer starts at zero; if the very first step is
+    skipped, the next one treats it as a later step (buf = (1 - dampening)
+    * g instead of g, the same when dampening is 0).
 
     >>> import ampc
     >>> model = ampc.nn.Linear(3, 1)
@@ -57,6 +90,7 @@ class SGD(Optimizer):
             raise ValueError(
                 "Nesterov momentum requires a momentum and zero dampening")
         _check_differentiable("SGD", differentiable)
+        _check_fused(fused, foreach)
         defaults = {
             "lr": lr, "momentum": momentum, "dampening": dampening,
             "weight_decay": weight_decay, "nesterov": nesterov,
@@ -64,6 +98,8 @@ class SGD(Optimizer):
             "differentiable": differentiable, "fused": fused,
         }
         super().__init__(params, defaults)
+        if fused:
+            self._step_supports_amp_scaling = True
 
     def __setstate__(self, state):
         super().__setstate__(state)
@@ -88,6 +124,7 @@ class SGD(Optimizer):
                                          group["weight_decay"]))
             nesterov = bool(group["nesterov"])
             maximize = bool(group["maximize"])
+            fused = bool(group["fused"])
             for p in group["params"]:
                 grad = p.grad
                 if grad is None:
@@ -98,13 +135,22 @@ class SGD(Optimizer):
                     state = self.state[p]
                     buf = state.get("momentum_buffer")
                     if buf is None:
-                        # sgd_step_ sets it to the (decayed) gradient
+                        # sgd_step_ sets it to the (decayed) gradient; a
+                        # fused step may be skipped on the device, so its
+                        # buffer must hold a value already
                         first = True
-                        buf = _C.empty(tuple(p.shape), p.dtype,
-                                       _dev(p))
+                        shape = tuple(p.shape)
+                        if fused:
+                            buf = _C.full(shape, 0, p.dtype, _dev(p))
+                        else:
+                            buf = _C.empty(shape, p.dtype, _dev(p))
                         state["momentum_buffer"] = buf
+                grad_scale = found_inf = None
+                if fused:
+                    grad_scale, found_inf = _amp_state(self, p)
                 _C.sgd_step_(p, grad, buf, lr, momentum, dampening,
-                             weight_decay, nesterov, maximize, first)
+                             weight_decay, nesterov, maximize, first,
+                             grad_scale=grad_scale, found_inf=found_inf)
         return loss
 
 

@@ -6,11 +6,15 @@
  * for that ISA; ampc_parallel_for (cpu/ref/parallel.c) splits the items (rows,
  * planes, chunks) over threads and calls the range function on pieces.
  *
+ * The per-element math (exp, the window and loss rules, the optimizer
+ * updates) is in nn_math.h, shared with the CUDA kernels.
+ *
  * Every item is computed the same way whatever the split, and float sums are
  * folded in a fixed order, so results never depend on the thread count.  The
- * only libm call is a scalar log per row, exp is ampc_exp_f32 below, square
- * roots are exact at every level, and -std=c11 keeps the compiler from
- * contracting a * b + c into an FMA: every level also gives the same bits.
+ * only libm call is a scalar log per row, exp is nn_math.h's ampc_exp_f32,
+ * square roots are exact at every level, and -std=c11 keeps the compiler
+ * from contracting a * b + c into an FMA: every level also gives the same
+ * bits.
  */
 #ifndef AMPC_CPU_NN_LOOPS_H
 #define AMPC_CPU_NN_LOOPS_H
@@ -21,6 +25,7 @@
 #include <string.h>
 
 #include "cpu/loops.h"
+#include "nn_math.h"
 
 #define AMPC_NN_ROW 4096            /* floats of a row held per pass */
 #define AMPC_NN_TILE 64             /* columns per softmax column tile */
@@ -41,84 +46,7 @@ ampc_nn_grain(int64_t work)
 }
 
 // ----------------------------------------------------------------------------
-// exp
-
-/* e^x in float32 without branches, so that loops over it vectorise: x =
- * n ln2 + r with |r| <= ln2 / 2 (ln2 split in two for an exact n ln2), a
- * degree-7 polynomial for e^r (Cephes' expf coefficients, under 2 ulp), and
- * 2^n applied as two powers of two, so that results down to the subnormals
- * (n >= -150) and up to FLT_MAX (n = 128) are right.  Below -104 the result
- * is 0, above ln(FLT_MAX) inf; NaN stays NaN.
- * NOTE: the clamp and the out-of-range results are bit masks, not ?:
- * selects: gcc turns those into branches here, sinks the float ops that feed
- * them into the branches, and then cannot vectorise the loop (a conditional
- * float op may trap). */
-static inline float
-ampc_exp_f32(float x)
-{
-    const float lo = -104.0f, hi = 88.72283935546875f;
-    uint32_t below = 0u - (uint32_t)(x < lo);
-    uint32_t above = 0u - (uint32_t)(x > hi);
-    float xc = ampc_f32_from_bits((ampc_f32_bits(x) & ~(below | above)) |
-                                  (ampc_f32_bits(lo) & below) |
-                                  (ampc_f32_bits(hi) & above));
-    /* round to nearest integer: adding 1.5 * 2^23 leaves n in the low bits */
-    float t = xc * 1.44269504088896341f + 12582912.0f;
-    int32_t n = (int32_t)(ampc_f32_bits(t) - 0x4b400000u);
-    float nf = t - 12582912.0f;
-    float r = xc - nf * 0.693359375f;
-    r = r - nf * -2.12194440e-4f;
-    float p = 1.9875691500e-4f;
-    p = p * r + 1.3981999507e-3f;
-    p = p * r + 8.3334519073e-3f;
-    p = p * r + 4.1665795894e-2f;
-    p = p * r + 1.6666665459e-1f;
-    p = p * r + 5.0000001201e-1f;
-    p = p * r * r + r + 1.0f;
-    /* p > 0, so a scale of 0 gives 0 and one of inf gives inf */
-    int32_t n1 = n >> 1;
-    int32_t n2 = n - n1;
-    float s1 = ampc_f32_from_bits(((uint32_t)(n1 + 127) << 23) & ~below);
-    float s2 = ampc_f32_from_bits((((uint32_t)(n2 + 127) << 23) & ~above) |
-                                  (0x7f800000u & above));
-    return p * s1 * s2;
-}
-
-/* e^x for x <= 0 (a logit minus its row's max), the hot case of the
- * forward passes: ampc_exp_f32 with one power of two and no upper clamp,
- * about 1.6 times faster.  Results below FLT_MIN (x < -87.34) flush to 0,
- * which no probability rounded to a float dtype misses; NaN stays NaN.
- * NOTE: not for x > 0 (above 88.37 the power of two overflows). */
-static inline float
-ampc_exp_nonpos_f32(float x)
-{
-    const float lo = -87.3365447505531f;
-    uint32_t below = 0u - (uint32_t)(x < lo);
-    float xc = ampc_f32_from_bits((ampc_f32_bits(x) & ~below) |
-                                  (ampc_f32_bits(lo) & below));
-    float t = xc * 1.44269504088896341f + 12582912.0f;
-    int32_t n = (int32_t)(ampc_f32_bits(t) - 0x4b400000u);
-    float nf = t - 12582912.0f;
-    float r = xc - nf * 0.693359375f;
-    r = r - nf * -2.12194440e-4f;
-    float p = 1.9875691500e-4f;
-    p = p * r + 1.3981999507e-3f;
-    p = p * r + 8.3334519073e-3f;
-    p = p * r + 4.1665795894e-2f;
-    p = p * r + 1.6666665459e-1f;
-    p = p * r + 5.0000001201e-1f;
-    p = p * r * r + r + 1.0f;
-    return p * ampc_f32_from_bits(((uint32_t)(n + 127) << 23) & ~below);
-}
-
-/* maximum(a, b), NaN when either is, with both tests always evaluated so
- * that loops over it vectorise. */
-static inline float
-ampc_nn_max(float a, float b)
-{
-    int take = (b > a) | (b != b);
-    return take ? b : a;
-}
+// runs
 
 /* NaN-propagating max of x[0:n], n >= 1 (a NaN anywhere gives a NaN), in
  * AMPC_RED_LANES lanes; a short run goes in order, where setting up the
@@ -183,10 +111,8 @@ typedef struct {
     void *grad_in;
 } ampc_relu_bwd_ctx;
 
-/* On the bits, which needs no conversion and vectorises at every level:
- * out <= 0 when it is a zero or has its sign set, and is not a NaN (a NaN
- * passes the gradient, as in torch's threshold_backward); the gradient is
- * then masked off (+0).  A ?: select here would not be vectorised by gcc. */
+/* On the bits (nn_math.h), which needs no conversion and vectorises at
+ * every level. */
 static AMPC_ALWAYS_INLINE void
 ampc_relu_bwd_range(const ampc_relu_bwd_ctx *c, int64_t b, int64_t e)
 {
@@ -195,9 +121,7 @@ ampc_relu_bwd_range(const ampc_relu_bwd_ctx *c, int64_t b, int64_t e)
         const uint32_t *g = c->grad_out, *o = c->out;
         uint32_t *gi = c->grad_in;
         for (i = b; i < e; i++) {
-            uint32_t a = o[i] & 0x7fffffffu;
-            uint32_t nonpos = ((o[i] >> 31) | (a == 0)) & (a <= 0x7f800000u);
-            gi[i] = g[i] & (nonpos - 1u);
+            gi[i] = ampc_relu_bwd_bits32(g[i], o[i]);
         }
         return;
     }
@@ -205,9 +129,7 @@ ampc_relu_bwd_range(const ampc_relu_bwd_ctx *c, int64_t b, int64_t e)
     uint16_t *gi = c->grad_in;
     uint16_t inf = c->dt == AMPC_FLOAT16 ? 0x7c00u : 0x7f80u;
     for (i = b; i < e; i++) {
-        uint16_t a = o[i] & 0x7fffu;
-        uint16_t nonpos = (uint16_t)(((o[i] >> 15) | (a == 0)) & (a <= inf));
-        gi[i] = g[i] & (uint16_t)(nonpos - 1u);
+        gi[i] = ampc_relu_bwd_bits16(g[i], o[i], inf);
     }
 }
 
@@ -230,8 +152,7 @@ typedef struct {
     void *y;
 } ampc_masked_scale_ctx;
 
-/* y = (x * mask) * scale, in that order: a dropped NaN or inf stays NaN, as
- * with torch's input.mul(mask).mul_(scale). */
+/* y = (x * mask) * scale (nn_math.h ampc_masked_scale_one) */
 static AMPC_ALWAYS_INLINE void
 ampc_masked_scale_range(const ampc_converters *cv,
                         const ampc_masked_scale_ctx *c, int64_t b, int64_t e)
@@ -245,8 +166,7 @@ ampc_masked_scale_range(const ampc_converters *cv,
         float *y = c->dt == AMPC_FLOAT32 ? (float *)c->y + i : buf;
         const uint8_t *k = c->mask + i;
         for (int64_t j = 0; j < m; j++) {
-            float keep = k[j] ? 1.0f : 0.0f;
-            y[j] = (x[j] * keep) * c->scale;
+            y[j] = ampc_masked_scale_one(x[j], k[j], c->scale);
         }
         ampc_store_block_f32(cv, c->dt, y, m, (char *)c->y + i * (int64_t)es,
                              1, NULL);
@@ -302,13 +222,13 @@ ampc_max_pool2x2_row(const ampc_converters *cv, ampc_dtype dt, int64_t w,
             float best = a[2 * j];
             int32_t k = 0;
             float e1 = a[2 * j + 1], e2 = c[2 * j], e3 = c[2 * j + 1];
-            int u1 = (e1 > best) | (e1 != e1);
+            int u1 = ampc_pool_takes(e1, best);
             best = u1 ? e1 : best;
             k = u1 ? 1 : k;
-            int u2 = (e2 > best) | (e2 != e2);
+            int u2 = ampc_pool_takes(e2, best);
             best = u2 ? e2 : best;
             k = u2 ? 2 : k;
-            int u3 = (e3 > best) | (e3 != e3);
+            int u3 = ampc_pool_takes(e3, best);
             best = u3 ? e3 : best;
             k = u3 ? 3 : k;
             out[j] = best;
@@ -321,14 +241,6 @@ ampc_max_pool2x2_row(const ampc_converters *cv, ampc_dtype dt, int64_t w,
         }
         ampc_store_block_f32(cv, dt, out, m, y + j0 * (int64_t)es, 1, NULL);
     }
-}
-
-/* First position >= `start` of the sequence start + k * step that is >= 0:
- * torch's `while (i0 < 0) i0 += dilation`. */
-static inline int64_t
-ampc_pool_first(int64_t start, int64_t step)
-{
-    return start >= 0 ? start : start + ((-start + step - 1) / step) * step;
 }
 
 /* Any geometry: output row i of plane x, element by element, exactly as
@@ -353,7 +265,7 @@ ampc_max_pool_row_any(ampc_dtype dt, const ampc_pool2d_shape *s,
             for (int64_t iw = iw0; iw < iw1; iw += s->dw) {
                 int64_t at = ih * s->w + iw;
                 float v = ampc_load_f32(dt, x + at * (int64_t)es);
-                if (v > best || v != v) {
+                if (ampc_pool_takes(v, best)) {
                     best = v;
                     best_i = at;
                 }
@@ -524,10 +436,8 @@ ampc_softmax_row(const ampc_converters *cv, int is_log, ampc_dtype xdt,
         }
         sum += ampc_exp_sum_f32(xf, n, m, eb);
     }
-    /* log: (x - max) - log(sum), as torch (x - max is exact for nearby
-     * values, which keeps huge logits accurate); else exp(x - max) / sum */
-    float ls = (float)log(sum);
-    float inv = (float)(1.0 / sum);
+    float ls = ampc_softmax_log_sum(sum);
+    float inv = ampc_softmax_inv_sum(sum);
     for (i = 0; i < r; i += AMPC_NN_ROW) {
         n = ampc_nn_min(AMPC_NN_ROW, r - i);
         float *o = ydt == AMPC_FLOAT32 ? (float *)out + i : eb;
@@ -537,17 +447,18 @@ ampc_softmax_row(const ampc_converters *cv, int is_log, ampc_dtype xdt,
         }
         if (is_log) {
             for (j = 0; j < n; j++) {
-                o[j] = (xf[j] - m) - ls;
+                o[j] = ampc_log_softmax_one(xf[j], m, ls);
             }
         }
         else if (one) {
+            /* the exponentials kept from the sum: the same bits */
             for (j = 0; j < n; j++) {
                 o[j] = eb[j] * inv;
             }
         }
         else {
             for (j = 0; j < n; j++) {
-                o[j] = ampc_exp_nonpos_f32(xf[j] - m) * inv;
+                o[j] = ampc_softmax_one(xf[j], m, inv);
             }
         }
         ampc_store_block_f32(cv, ydt, o, n, out + i * (int64_t)yes, 1, NULL);
@@ -596,8 +507,8 @@ ampc_softmax_cols(const ampc_converters *cv, int is_log, ampc_dtype xdt,
         }
     }
     for (j = 0; j < nc; j++) {
-        ls[j] = (float)log(sum[j]);
-        inv[j] = (float)(1.0 / sum[j]);
+        ls[j] = ampc_softmax_log_sum(sum[j]);
+        inv[j] = ampc_softmax_inv_sum(sum[j]);
     }
     for (k = 0; k < r; k++) {
         const float *v = ampc_load_block_f32(
@@ -606,12 +517,12 @@ ampc_softmax_cols(const ampc_converters *cv, int is_log, ampc_dtype xdt,
         float *of = ydt == AMPC_FLOAT32 ? (float *)o : ob;
         if (is_log) {
             for (j = 0; j < nc; j++) {
-                of[j] = (v[j] - m[j]) - ls[j];
+                of[j] = ampc_log_softmax_one(v[j], m[j], ls[j]);
             }
         }
         else {
             for (j = 0; j < nc; j++) {
-                of[j] = ampc_exp_nonpos_f32(v[j] - m[j]) * inv[j];
+                of[j] = ampc_softmax_one(v[j], m[j], inv[j]);
             }
         }
         ampc_store_block_f32(cv, ydt, of, nc, o, 1, NULL);
@@ -703,12 +614,12 @@ ampc_softmax_bwd_row(const ampc_converters *cv, int is_log, ampc_dtype dt,
         float *o = dt == AMPC_FLOAT32 ? (float *)gx + i : pb;
         if (is_log) {
             for (j = 0; j < n; j++) {
-                o[j] = g[j] - ampc_exp_f32(v[j]) * d;
+                o[j] = ampc_log_softmax_bwd_one(v[j], g[j], d);
             }
         }
         else {
             for (j = 0; j < n; j++) {
-                o[j] = v[j] * (g[j] - d);
+                o[j] = ampc_softmax_bwd_one(v[j], g[j], d);
             }
         }
         ampc_store_block_f32(cv, dt, o, n, gx + i * (int64_t)es, 1, NULL);
@@ -766,12 +677,12 @@ ampc_softmax_bwd_cols(const ampc_converters *cv, int is_log, ampc_dtype dt,
         float *o = dt == AMPC_FLOAT32 ? (float *)(gx + at) : ob;
         if (is_log) {
             for (j = 0; j < nc; j++) {
-                o[j] = g[j] - ampc_exp_f32(v[j]) * d[j];
+                o[j] = ampc_log_softmax_bwd_one(v[j], g[j], d[j]);
             }
         }
         else {
             for (j = 0; j < nc; j++) {
-                o[j] = v[j] * (g[j] - d[j]);
+                o[j] = ampc_softmax_bwd_one(v[j], g[j], d[j]);
             }
         }
         ampc_store_block_f32(cv, dt, o, nc, gx + at, 1, NULL);
@@ -859,7 +770,7 @@ ampc_xent_fwd_row(const ampc_converters *cv, const ampc_loss_ctx *c,
         }
         sum += ampc_exp_sum_f32(xf, n, m, eb);
     }
-    float ls = (float)log(sum);
+    float ls = ampc_softmax_log_sum(sum);
     for (i = 0; i < nc; i += AMPC_NN_ROW) {
         n = ampc_nn_min(AMPC_NN_ROW, nc - i);
         float *o = dt == AMPC_FLOAT32 ? (float *)lp + i : eb;
@@ -868,7 +779,7 @@ ampc_xent_fwd_row(const ampc_converters *cv, const ampc_loss_ctx *c,
                                      NULL);
         }
         for (j = 0; j < n; j++) {
-            o[j] = (xf[j] - m) - ls;
+            o[j] = ampc_log_softmax_one(xf[j], m, ls);
         }
         if (smooth && c->weight != NULL) {
             for (j = 0; j < n; j++) {
@@ -889,9 +800,10 @@ ampc_xent_fwd_row(const ampc_converters *cv, const ampc_loss_ctx *c,
         return;
     }
     double w = ampc_class_weight(c->weight, t);
-    double lpt = (ampc_load_f32(dt, x + t * (int64_t)es) - m) - ls;
-    double eps = s->label_smoothing;
-    c->row_loss[row] = (1.0 - eps) * w * -lpt + eps / (double)nc * -wlp;
+    double lpt = ampc_log_softmax_one(ampc_load_f32(dt, x + t * (int64_t)es),
+                                      m, ls);
+    c->row_loss[row] = ampc_xent_row_loss(w, lpt, s->label_smoothing, nc,
+                                          wlp);
     c->row_weight[row] = w;
 }
 
@@ -925,12 +837,11 @@ ampc_xent_bwd_row(const ampc_converters *cv, const ampc_loss_ctx *c,
         memset(g, 0, (size_t)nc * es);
         return;
     }
-    double ls = s->label_smoothing;
     float wt = ampc_class_weight(c->weight, t);
     float sc = c->row_scale[row];
-    float hot = (float)((1.0 - ls) * wt);
-    float spread = (float)(ls / (double)nc);
-    float total = (float)((1.0 - ls) * wt + ls / (double)nc * c->wsum);
+    ampc_xent_coefs k = ampc_xent_coefs_of(s->label_smoothing, wt, nc,
+                                           c->wsum);
+    float spread = k.spread, total = k.total;
     for (i = 0; i < nc; i += AMPC_NN_ROW) {
         n = ampc_nn_min(AMPC_NN_ROW, nc - i);
         const float *l = ampc_load_block_f32(cv, dt, lp + i * (int64_t)es, 1,
@@ -939,17 +850,17 @@ ampc_xent_bwd_row(const ampc_converters *cv, const ampc_loss_ctx *c,
         if (c->weight != NULL) {
             const float *w = c->weight + i;
             for (j = 0; j < n; j++) {
-                o[j] = sc * (ampc_exp_f32(l[j]) * total - spread * w[j]);
+                o[j] = ampc_xent_grad_one(sc, l[j], total, spread * w[j]);
             }
         }
         else {
             for (j = 0; j < n; j++) {
-                o[j] = sc * (ampc_exp_f32(l[j]) * total - spread);
+                o[j] = ampc_xent_grad_one(sc, l[j], total, spread);
             }
         }
         if (t >= i && t < i + n) {
-            float a = spread * wt + hot;
-            o[t - i] = sc * (ampc_exp_f32(l[t - i]) * total - a);
+            o[t - i] = ampc_xent_grad_one(sc, l[t - i], total,
+                                          ampc_xent_target_coef(k, wt));
         }
         ampc_store_block_f32(cv, dt, o, n, g + i * (int64_t)es, 1, NULL);
     }
@@ -1028,8 +939,7 @@ ampc_mse_fwd_range(const ampc_converters *cv, const ampc_mse_ctx *c,
                            ? (float *)c->out + i
                            : db;
             for (int64_t j = 0; j < m; j++) {
-                float v = x[j] - t[j];
-                d[j] = v * v;
+                d[j] = ampc_mse_one(x[j], t[j]);
             }
             if (c->out != NULL) {
                 ampc_store_block_f32(cv, c->dt, d, m,
@@ -1064,12 +974,12 @@ ampc_mse_bwd_range(const ampc_converters *cv, const ampc_mse_ctx *c,
             const float *g = ampc_load_block_f32(
                 cv, c->dt, ampc_at(c->grad, i, 1, es), 1, m, gb, NULL);
             for (int64_t j = 0; j < m; j++) {
-                o[j] = (c->scale * (x[j] - t[j])) * g[j];
+                o[j] = ampc_mse_bwd_one(c->scale, x[j], t[j], g[j]);
             }
         }
         else {
             for (int64_t j = 0; j < m; j++) {
-                o[j] = c->scale * (x[j] - t[j]);
+                o[j] = ampc_mse_bwd_one(c->scale, x[j], t[j], 1.0f);
             }
         }
         ampc_store_block_f32(cv, c->dt, o, m, (char *)c->out + i * (int64_t)es,
@@ -1127,6 +1037,7 @@ ampc_sgd_range(const ampc_converters *cv, const ampc_optim_ctx *c, int64_t b,
     float pb[AMPC_BLOCK], gb[AMPC_BLOCK], bb[AMPC_BLOCK];
     float sign = a->maximize ? -1.0f : 1.0f;
     float neg_lr = -a->lr;
+    float inv_scale = ampc_optim_inv_scale(a->grad_scale);
     for (int64_t i = b; i < e; i += AMPC_BLOCK) {
         int64_t m = ampc_nn_min(AMPC_BLOCK, e - i);
         char *pp = (char *)c->param + i * (int64_t)es;
@@ -1136,11 +1047,11 @@ ampc_sgd_range(const ampc_converters *cv, const ampc_optim_ctx *c, int64_t b,
         /* d lives in gb; a float32 grad is read in place, never written */
         float *d = gb;
         for (int64_t j = 0; j < m; j++) {
-            d[j] = gv[j] * sign;
+            d[j] = ampc_optim_grad(gv[j], inv_scale, sign);
         }
         if (a->weight_decay != 0.0f) {
             for (int64_t j = 0; j < m; j++) {
-                d[j] = d[j] + a->weight_decay * pv[j];
+                d[j] = ampc_optim_l2(d[j], a->weight_decay, pv[j]);
             }
         }
         if (c->buf != NULL) {
@@ -1154,13 +1065,13 @@ ampc_sgd_range(const ampc_converters *cv, const ampc_optim_ctx *c, int64_t b,
                     ampc_load_block_f32(cv, dt, bp, 1, m, bb, NULL);
                 }
                 for (int64_t j = 0; j < m; j++) {
-                    bv[j] = bv[j] * a->momentum +
-                            a->one_minus_dampening * d[j];
+                    bv[j] = ampc_sgd_momentum(bv[j], d[j], a->momentum,
+                                              a->one_minus_dampening);
                 }
             }
             if (a->nesterov) {
                 for (int64_t j = 0; j < m; j++) {
-                    d[j] = d[j] + a->momentum * bv[j];
+                    d[j] = ampc_sgd_nesterov(d[j], a->momentum, bv[j]);
                 }
             }
             else {
@@ -1170,7 +1081,7 @@ ampc_sgd_range(const ampc_converters *cv, const ampc_optim_ctx *c, int64_t b,
         }
         float *po = dt == AMPC_FLOAT32 ? (float *)pp : pb;
         for (int64_t j = 0; j < m; j++) {
-            po[j] = pv[j] + neg_lr * d[j];
+            po[j] = ampc_sgd_param(pv[j], neg_lr, d[j]);
         }
         ampc_store_block_f32(cv, dt, po, m, pp, 1, NULL);
     }
@@ -1198,8 +1109,8 @@ ampc_adam_range(const ampc_converters *cv, ampc_sqrt_block_fn sqrt_block,
     float pb[AMPC_BLOCK], gb[AMPC_BLOCK], mb[AMPC_BLOCK], vb[AMPC_BLOCK];
     float xb[AMPC_BLOCK], ab[AMPC_BLOCK];
     float sign = a->maximize ? -1.0f : 1.0f;
-    /* torch's lerp: self + w * (end - self) for |w| < 0.5, else
-     * end - (end - self) * (1 - w) */
+    float inv_scale = ampc_optim_inv_scale(a->grad_scale);
+    /* torch's lerp (nn_math.h ampc_adam_lerp) */
     int small = fabsf(a->one_minus_beta1) < 0.5f;
     float w = a->one_minus_beta1, wc = 1.0f - a->one_minus_beta1;
     for (int64_t i = b; i < e; i += AMPC_BLOCK) {
@@ -1218,7 +1129,7 @@ ampc_adam_range(const ampc_converters *cv, ampc_sqrt_block_fn sqrt_block,
         /* NOTE: pv, mv and vv point into float32 tensors themselves, so the
          * updates below are the stores; other dtypes are narrowed after. */
         for (j = 0; j < m; j++) {
-            d[j] = gv[j] * sign;
+            d[j] = ampc_optim_grad(gv[j], inv_scale, sign);
         }
         if (a->weight_decay != 0.0f && a->decoupled) {
             for (j = 0; j < m; j++) {
@@ -1227,21 +1138,22 @@ ampc_adam_range(const ampc_converters *cv, ampc_sqrt_block_fn sqrt_block,
         }
         else if (a->weight_decay != 0.0f) {
             for (j = 0; j < m; j++) {
-                d[j] = d[j] + a->weight_decay * pv[j];
+                d[j] = ampc_optim_l2(d[j], a->weight_decay, pv[j]);
             }
         }
+        /* two loops, so that each has no select inside */
         if (small) {
             for (j = 0; j < m; j++) {
-                mv[j] = mv[j] + w * (d[j] - mv[j]);
+                mv[j] = ampc_adam_lerp(mv[j], d[j], w, wc, 1);
             }
         }
         else {
             for (j = 0; j < m; j++) {
-                mv[j] = d[j] - (d[j] - mv[j]) * wc;
+                mv[j] = ampc_adam_lerp(mv[j], d[j], w, wc, 0);
             }
         }
         for (j = 0; j < m; j++) {
-            vv[j] = vv[j] * a->beta2 + (a->one_minus_beta2 * d[j]) * d[j];
+            vv[j] = ampc_adam_sq(vv[j], d[j], a->beta2, a->one_minus_beta2);
         }
         const float *den = vv;
         if (c->max_exp_avg_sq != NULL) {
@@ -1257,8 +1169,8 @@ ampc_adam_range(const ampc_converters *cv, ampc_sqrt_block_fn sqrt_block,
         /* d is spent: it takes the square roots */
         sqrt_block(m, den, d);
         for (j = 0; j < m; j++) {
-            float denom = d[j] / a->bias_correction2_sqrt + a->eps;
-            pv[j] = pv[j] + (a->neg_step_size * mv[j]) / denom;
+            pv[j] = ampc_adam_param(pv[j], mv[j], d[j], a->neg_step_size,
+                                    a->bias_correction2_sqrt, a->eps);
         }
         ampc_store_block_f32(cv, dt, mv, m, mp, 1, NULL);
         ampc_store_block_f32(cv, dt, vv, m, vp, 1, NULL);
@@ -1266,22 +1178,40 @@ ampc_adam_range(const ampc_converters *cv, ampc_sqrt_block_fn sqrt_block,
     }
 }
 
+/* With a->found_inf (a host pointer here) nonzero, nothing is written. */
 static inline void
 ampc_sgd_launch(ampc_range_fn range, const ampc_sgd_args *a, ampc_dtype dt,
                 int64_t n, void *param, const void *grad, void *buf)
 {
+    if (ampc_optim_skip(a->found_inf)) {
+        return;
+    }
     ampc_optim_ctx c = {.sgd = a, .dt = dt, .param = param, .grad = grad,
                         .buf = buf};
     ampc_parallel_for(n, AMPC_NN_GRAIN, range, &c);
 }
 
+/* With a->found_inf nonzero, nothing is written (a->step included); with
+ * a->step, the step counter is advanced and the bias corrections are taken
+ * from it (host pointers here). */
 static inline void
 ampc_adam_launch(ampc_range_fn range, const ampc_adam_args *a, ampc_dtype dt,
                  int64_t n, void *param, const void *grad, void *exp_avg,
                  void *exp_avg_sq, void *max_exp_avg_sq)
 {
-    ampc_optim_ctx c = {.adam = a, .dt = dt, .param = param, .grad = grad,
-                        .exp_avg = exp_avg, .exp_avg_sq = exp_avg_sq,
+    if (ampc_optim_skip(a->found_inf)) {
+        return;
+    }
+    ampc_adam_args stepped = *a;
+    if (a->step != NULL) {
+        *a->step += 1.0f;
+        ampc_adam_bias_corrections(a->lr, a->beta1, a->beta2_f64, *a->step,
+                                   &stepped.neg_step_size,
+                                   &stepped.bias_correction2_sqrt);
+    }
+    ampc_optim_ctx c = {.adam = &stepped, .dt = dt, .param = param,
+                        .grad = grad, .exp_avg = exp_avg,
+                        .exp_avg_sq = exp_avg_sq,
                         .max_exp_avg_sq = max_exp_avg_sq};
     ampc_parallel_for(n, AMPC_NN_GRAIN, range, &c);
 }

@@ -1,0 +1,434 @@
+/* nn_math.h - the per-element math of the NN kernels and of the fused
+ * optimizer steps, shared by the CPU loops (csrc/cpu/nn_loops.h) and the
+ * CUDA kernels (cuda/relu.cu, pool.cu, softmax.cu, loss.cu, dropout.cu,
+ * optim.cu): the relu backward rule, the max-pool window rule, exp, the
+ * softmax and loss terms, and the SGD and Adam updates.  Static inline in C,
+ * __host__ __device__ in nvcc (amp_math.h's AMPC_HOST_DEVICE), so the CPU
+ * tests cover the exact code the GPU runs.
+ *
+ * NOTE: nvcc contracts a * b + c into one FMA by default, gcc in -std=c11
+ * does not.  Products that feed a sum go through AMPC_MUL / AMPC_ADD /
+ * AMPC_SUB (__fmul_rn, __fadd_rn, __fsub_rn on the device, which nvcc never
+ * contracts), so both sides round every operation the same way.
+ */
+#ifndef AMPC_NN_MATH_H
+#define AMPC_NN_MATH_H
+
+#include <math.h>
+#include <stdint.h>
+
+#include "amp_math.h"
+#include "kernels.h"
+
+#if defined(__CUDA_ARCH__)
+#define AMPC_MUL(a, b) __fmul_rn((a), (b))
+#define AMPC_ADD(a, b) __fadd_rn((a), (b))
+#define AMPC_SUB(a, b) __fsub_rn((a), (b))
+#define AMPC_DMUL(a, b) __dmul_rn((a), (b))
+#define AMPC_DADD(a, b) __dadd_rn((a), (b))
+#else
+#define AMPC_MUL(a, b) ((a) * (b))
+#define AMPC_ADD(a, b) ((a) + (b))
+#define AMPC_SUB(a, b) ((a) - (b))
+#define AMPC_DMUL(a, b) ((a) * (b))
+#define AMPC_DADD(a, b) ((a) + (b))
+#endif /* __CUDA_ARCH__ */
+
+// ----------------------------------------------------------------------------
+// comparisons
+
+/* maximum(a, b), NaN when either is, with both tests always evaluated so
+ * that CPU loops over it vectorise. */
+AMPC_HOST_DEVICE float
+ampc_nn_max(float a, float b)
+{
+    int take = (b > a) | (b != b);
+    return take ? b : a;
+}
+
+/* The max-pool window rule (torch's CPU and CUDA kernels): scanning the
+ * window row by row from -inf, element v replaces the best so far when it is
+ * greater or NaN, so a NaN wins and a tie keeps the first max. */
+AMPC_HOST_DEVICE int
+ampc_pool_takes(float v, float best)
+{
+    return (v > best) | (v != v);
+}
+
+/* First position >= `start` of the sequence start + k * step that is >= 0:
+ * torch's `while (i0 < 0) i0 += dilation`. */
+AMPC_HOST_DEVICE int64_t
+ampc_pool_first(int64_t start, int64_t step)
+{
+    return start >= 0 ? start : start + ((-start + step - 1) / step) * step;
+}
+
+// ----------------------------------------------------------------------------
+// relu backward, on the bits
+
+/* grad_in for one float32 element: out <= 0 when it is a zero or has its
+ * sign set, and is not a NaN (a NaN passes the gradient, as in torch's
+ * threshold_backward); the gradient is then masked off (+0).  Bit masks, not
+ * a ?: select, which gcc would not vectorise. */
+AMPC_HOST_DEVICE uint32_t
+ampc_relu_bwd_bits32(uint32_t g, uint32_t o)
+{
+    uint32_t a = o & 0x7fffffffu;
+    uint32_t nonpos = ((o >> 31) | (uint32_t)(a == 0)) &
+                      (uint32_t)(a <= 0x7f800000u);
+    return g & (nonpos - 1u);
+}
+
+/* The same for float16 (inf 0x7c00) and bfloat16 (inf 0x7f80). */
+AMPC_HOST_DEVICE uint16_t
+ampc_relu_bwd_bits16(uint16_t g, uint16_t o, uint16_t inf)
+{
+    uint16_t a = o & 0x7fffu;
+    uint16_t nonpos = (uint16_t)(((o >> 15) | (a == 0)) & (a <= inf));
+    return g & (uint16_t)(nonpos - 1u);
+}
+
+// ----------------------------------------------------------------------------
+// exp
+
+/* e^x in float32 without branches, so that loops over it vectorise: x =
+ * n ln2 + r with |r| <= ln2 / 2 (ln2 split in two for an exact n ln2), a
+ * degree-7 polynomial for e^r (Cephes' expf coefficients, under 2 ulp), and
+ * 2^n applied as two powers of two, so that results down to the subnormals
+ * (n >= -150) and up to FLT_MAX (n = 128) are right.  Below -104 the result
+ * is 0, above ln(FLT_MAX) inf; NaN stays NaN.
+ * NOTE: the clamp and the out-of-range results are bit masks, not ?:
+ * selects: gcc turns those into branches here, sinks the float ops that feed
+ * them into the branches, and then cannot vectorise the loop (a conditional
+ * float op may trap). */
+AMPC_HOST_DEVICE float
+ampc_exp_f32(float x)
+{
+    const float lo = -104.0f, hi = 88.72283935546875f;
+    uint32_t below = 0u - (uint32_t)(x < lo);
+    uint32_t above = 0u - (uint32_t)(x > hi);
+    float xc = ampc_f32_from_bits((ampc_f32_bits(x) & ~(below | above)) |
+                                  (ampc_f32_bits(lo) & below) |
+                                  (ampc_f32_bits(hi) & above));
+    /* round to nearest integer: adding 1.5 * 2^23 leaves n in the low bits */
+    float t = AMPC_ADD(AMPC_MUL(xc, 1.44269504088896341f), 12582912.0f);
+    int32_t n = (int32_t)(ampc_f32_bits(t) - 0x4b400000u);
+    float nf = t - 12582912.0f;
+    float r = AMPC_SUB(xc, AMPC_MUL(nf, 0.693359375f));
+    r = AMPC_SUB(r, AMPC_MUL(nf, -2.12194440e-4f));
+    float p = 1.9875691500e-4f;
+    p = AMPC_ADD(AMPC_MUL(p, r), 1.3981999507e-3f);
+    p = AMPC_ADD(AMPC_MUL(p, r), 8.3334519073e-3f);
+    p = AMPC_ADD(AMPC_MUL(p, r), 4.1665795894e-2f);
+    p = AMPC_ADD(AMPC_MUL(p, r), 1.6666665459e-1f);
+    p = AMPC_ADD(AMPC_MUL(p, r), 5.0000001201e-1f);
+    p = AMPC_ADD(AMPC_ADD(AMPC_MUL(AMPC_MUL(p, r), r), r), 1.0f);
+    /* p > 0, so a scale of 0 gives 0 and one of inf gives inf */
+    int32_t n1 = n >> 1;
+    int32_t n2 = n - n1;
+    float s1 = ampc_f32_from_bits(((uint32_t)(n1 + 127) << 23) & ~below);
+    float s2 = ampc_f32_from_bits((((uint32_t)(n2 + 127) << 23) & ~above) |
+                                  (0x7f800000u & above));
+    return p * s1 * s2;
+}
+
+/* e^x for x <= 0 (a logit minus its row's max), the hot case of the
+ * forward passes: ampc_exp_f32 with one power of two and no upper clamp,
+ * about 1.6 times faster.  Results below FLT_MIN (x < -87.34) flush to 0,
+ * which no probability rounded to a float dtype misses; NaN stays NaN.
+ * NOTE: not for x > 0 (above 88.37 the power of two overflows). */
+AMPC_HOST_DEVICE float
+ampc_exp_nonpos_f32(float x)
+{
+    const float lo = -87.3365447505531f;
+    uint32_t below = 0u - (uint32_t)(x < lo);
+    float xc = ampc_f32_from_bits((ampc_f32_bits(x) & ~below) |
+                                  (ampc_f32_bits(lo) & below));
+    float t = AMPC_ADD(AMPC_MUL(xc, 1.44269504088896341f), 12582912.0f);
+    int32_t n = (int32_t)(ampc_f32_bits(t) - 0x4b400000u);
+    float nf = t - 12582912.0f;
+    float r = AMPC_SUB(xc, AMPC_MUL(nf, 0.693359375f));
+    r = AMPC_SUB(r, AMPC_MUL(nf, -2.12194440e-4f));
+    float p = 1.9875691500e-4f;
+    p = AMPC_ADD(AMPC_MUL(p, r), 1.3981999507e-3f);
+    p = AMPC_ADD(AMPC_MUL(p, r), 8.3334519073e-3f);
+    p = AMPC_ADD(AMPC_MUL(p, r), 4.1665795894e-2f);
+    p = AMPC_ADD(AMPC_MUL(p, r), 1.6666665459e-1f);
+    p = AMPC_ADD(AMPC_MUL(p, r), 5.0000001201e-1f);
+    p = AMPC_ADD(AMPC_ADD(AMPC_MUL(AMPC_MUL(p, r), r), r), 1.0f);
+    return p * ampc_f32_from_bits(((uint32_t)(n + 127) << 23) & ~below);
+}
+
+// ----------------------------------------------------------------------------
+// softmax and log_softmax
+
+/* The per-row constants from the row's sum of exp(x - max): log(sum) for
+ * log_softmax and 1 / sum for softmax, in double, rounded once. */
+AMPC_HOST_DEVICE float
+ampc_softmax_log_sum(double sum)
+{
+    return (float)log(sum);
+}
+
+AMPC_HOST_DEVICE float
+ampc_softmax_inv_sum(double sum)
+{
+    return (float)(1.0 / sum);
+}
+
+/* log_softmax: (x - max) - log(sum), as torch (x - max is exact for nearby
+ * values, which keeps huge logits accurate). */
+AMPC_HOST_DEVICE float
+ampc_log_softmax_one(float x, float m, float ls)
+{
+    return (x - m) - ls;
+}
+
+/* softmax: exp(x - max) / sum, as a product with 1 / sum. */
+AMPC_HOST_DEVICE float
+ampc_softmax_one(float x, float m, float inv)
+{
+    return ampc_exp_nonpos_f32(x - m) * inv;
+}
+
+/* Backward, d the row's sum: softmax y * (gy - sum(gy * y)); log_softmax
+ * gy - exp(y) * sum(gy). */
+AMPC_HOST_DEVICE float
+ampc_softmax_bwd_one(float y, float g, float d)
+{
+    return y * (g - d);
+}
+
+AMPC_HOST_DEVICE float
+ampc_log_softmax_bwd_one(float y, float g, float d)
+{
+    return AMPC_SUB(g, AMPC_MUL(ampc_exp_f32(y), d));
+}
+
+// ----------------------------------------------------------------------------
+// losses
+
+/* nll_loss of one row: -w[t] * logp[t] (double). */
+AMPC_HOST_DEVICE double
+ampc_nll_row_loss(double w, float lpt)
+{
+    return -w * (double)lpt;
+}
+
+/* nll_loss's gradient at the target: -row_scale * w[t], in double, rounded
+ * once at store. */
+AMPC_HOST_DEVICE double
+ampc_nll_grad(float row_scale, float w)
+{
+    return -(double)row_scale * (double)w;
+}
+
+/* cross_entropy of one row with label smoothing eps over C classes:
+ * (1 - eps) * w[t] * -logp[t] + eps / C * -sum_k w[k] logp[k] (wlp). */
+AMPC_HOST_DEVICE double
+ampc_xent_row_loss(double w, double lpt, double eps, int64_t nc, double wlp)
+{
+    return AMPC_DADD(AMPC_DMUL((1.0 - eps) * w, -lpt),
+                     AMPC_DMUL(eps / (double)nc, -wlp));
+}
+
+/* The gradient coefficients of one cross_entropy row (target weight wt,
+ * smoothing ls, C classes, wsum the sum of the class weights): a_k =
+ * (1 - ls) wt [k == t] + ls / C * w_k = hot [k == t] + spread * w_k, and
+ * their sum total. */
+typedef struct {
+    float hot, spread, total;
+} ampc_xent_coefs;
+
+AMPC_HOST_DEVICE ampc_xent_coefs
+ampc_xent_coefs_of(double ls, float wt, int64_t nc, double wsum)
+{
+    ampc_xent_coefs k;
+    k.hot = (float)((1.0 - ls) * wt);
+    k.spread = (float)(ls / (double)nc);
+    k.total = (float)AMPC_DADD((1.0 - ls) * wt,
+                               AMPC_DMUL(ls / (double)nc, wsum));
+    return k;
+}
+
+/* One element of the cross_entropy gradient: row_scale * (exp(logp) *
+ * total - a), a = spread * w_k (+ hot at the target, see
+ * ampc_xent_target_coef). */
+AMPC_HOST_DEVICE float
+ampc_xent_grad_one(float sc, float lp, float total, float a)
+{
+    return AMPC_MUL(sc, AMPC_SUB(AMPC_MUL(ampc_exp_f32(lp), total), a));
+}
+
+AMPC_HOST_DEVICE float
+ampc_xent_target_coef(ampc_xent_coefs k, float wt)
+{
+    return AMPC_ADD(AMPC_MUL(k.spread, wt), k.hot);
+}
+
+/* mse_loss: (x - t)^2, and its gradient (scale * (x - t)) * grad. */
+AMPC_HOST_DEVICE float
+ampc_mse_one(float x, float t)
+{
+    float v = x - t;
+    return v * v;
+}
+
+AMPC_HOST_DEVICE float
+ampc_mse_bwd_one(float scale, float x, float t, float g)
+{
+    return (scale * (x - t)) * g;
+}
+
+/* dropout: (x * mask) * scale, in that order, so that a dropped NaN or inf
+ * stays NaN, as with torch's input.mul(mask).mul_(scale). */
+AMPC_HOST_DEVICE float
+ampc_masked_scale_one(float x, uint8_t keep, float scale)
+{
+    return (x * (keep ? 1.0f : 0.0f)) * scale;
+}
+
+// ----------------------------------------------------------------------------
+// fused optimizer steps: torch's single-tensor SGD and Adam op by op
+// (torch/optim/sgd.py, adam.py), with the scalar constants in float32
+
+/* The device-side skip of PyTorch's _step_supports_amp_scaling contract:
+ * found_inf (NULL when absent) nonzero, NaN included, means that this step
+ * writes nothing. */
+AMPC_HOST_DEVICE int
+ampc_optim_skip(const float *found_inf)
+{
+    return found_inf != NULL && *found_inf != 0.0f;
+}
+
+/* The factor applied to every gradient element: 1 / *grad_scale, or 1
+ * when there is no grad_scale.  NOTE: torch divides by the scale; for the
+ * power-of-two scales a GradScaler uses, the two are the same bits. */
+AMPC_HOST_DEVICE float
+ampc_optim_inv_scale(const float *grad_scale)
+{
+    return grad_scale != NULL ? 1.0f / *grad_scale : 1.0f;
+}
+
+/* d = grad * inv_scale, negated when maximizing (sign = -1). */
+AMPC_HOST_DEVICE float
+ampc_optim_grad(float g, float inv_scale, float sign)
+{
+    return (g * inv_scale) * sign;
+}
+
+/* L2 weight decay: d + weight_decay * param. */
+AMPC_HOST_DEVICE float
+ampc_optim_l2(float d, float weight_decay, float p)
+{
+    return AMPC_ADD(d, AMPC_MUL(weight_decay, p));
+}
+
+/* SGD: buf = momentum * buf + (1 - dampening) * d (after the first step);
+ * nesterov d + momentum * buf; param + (-lr) * d. */
+AMPC_HOST_DEVICE float
+ampc_sgd_momentum(float buf, float d, float momentum,
+                  float one_minus_dampening)
+{
+    return AMPC_ADD(AMPC_MUL(buf, momentum),
+                    AMPC_MUL(one_minus_dampening, d));
+}
+
+AMPC_HOST_DEVICE float
+ampc_sgd_nesterov(float d, float momentum, float buf)
+{
+    return AMPC_ADD(d, AMPC_MUL(momentum, buf));
+}
+
+AMPC_HOST_DEVICE float
+ampc_sgd_param(float p, float neg_lr, float d)
+{
+    return AMPC_ADD(p, AMPC_MUL(neg_lr, d));
+}
+
+/* One SGD element (the CPU applies the same stages in this order, a block
+ * at a time): returns the new param; *buf is updated when has_buf. */
+AMPC_HOST_DEVICE float
+ampc_sgd_one(const ampc_sgd_args *a, float inv_scale, float p, float g,
+             int has_buf, float *buf)
+{
+    float d = ampc_optim_grad(g, inv_scale, a->maximize ? -1.0f : 1.0f);
+    if (a->weight_decay != 0.0f) {
+        d = ampc_optim_l2(d, a->weight_decay, p);
+    }
+    if (has_buf) {
+        float b = a->first_step ? d
+                                : ampc_sgd_momentum(*buf, d, a->momentum,
+                                                    a->one_minus_dampening);
+        *buf = b;
+        d = a->nesterov ? ampc_sgd_nesterov(d, a->momentum, b) : b;
+    }
+    return ampc_sgd_param(p, -a->lr, d);
+}
+
+/* Adam: exp_avg = lerp(exp_avg, d, w) with w = 1 - beta1, as torch's lerp:
+ * m + w * (d - m) for |w| < 0.5, else d - (d - m) * (1 - w). */
+AMPC_HOST_DEVICE float
+ampc_adam_lerp(float m, float d, float w, float wc, int small)
+{
+    return small ? AMPC_ADD(m, AMPC_MUL(w, d - m))
+                 : AMPC_SUB(d, AMPC_MUL(d - m, wc));
+}
+
+/* exp_avg_sq = exp_avg_sq * beta2 + ((1 - beta2) * d) * d */
+AMPC_HOST_DEVICE float
+ampc_adam_sq(float v, float d, float beta2, float one_minus_beta2)
+{
+    return AMPC_ADD(AMPC_MUL(v, beta2), AMPC_MUL(one_minus_beta2 * d, d));
+}
+
+/* param + (neg_step_size * exp_avg) / (sqrt(v) / bias_correction2_sqrt +
+ * eps), with sqrt_v the exact square root of v (or of its running max). */
+AMPC_HOST_DEVICE float
+ampc_adam_param(float p, float m, float sqrt_v, float neg_step_size,
+                float bias_correction2_sqrt, float eps)
+{
+    float denom = sqrt_v / bias_correction2_sqrt + eps;
+    return p + (neg_step_size * m) / denom;
+}
+
+/* The step's constants from the 1-based step number, in double as torch
+ * computes them: neg_step_size = -lr / (1 - beta1^step),
+ * bias_correction2_sqrt = sqrt(1 - beta2^step). */
+AMPC_HOST_DEVICE void
+ampc_adam_bias_corrections(double lr, double beta1, double beta2,
+                           double step, float *neg_step_size,
+                           float *bias_correction2_sqrt)
+{
+    double bias_correction1 = 1.0 - pow(beta1, step);
+    double bias_correction2 = 1.0 - pow(beta2, step);
+    *neg_step_size = (float)(-(lr / bias_correction1));
+    *bias_correction2_sqrt = (float)pow(bias_correction2, 0.5);
+}
+
+/* One Adam element (the stages of the CPU's blocked loop, in its order):
+ * returns the new param and updates *m, *v and, with amsgrad, *vmax. */
+AMPC_HOST_DEVICE float
+ampc_adam_one(const ampc_adam_args *a, float inv_scale, float p, float g,
+              float *m, float *v, int amsgrad, float *vmax)
+{
+    float d = ampc_optim_grad(g, inv_scale, a->maximize ? -1.0f : 1.0f);
+    if (a->weight_decay != 0.0f && a->decoupled) {
+        p = p * a->decay;
+    }
+    else if (a->weight_decay != 0.0f) {
+        d = ampc_optim_l2(d, a->weight_decay, p);
+    }
+    float w = a->one_minus_beta1;
+    *m = ampc_adam_lerp(*m, d, w, 1.0f - w, fabsf(w) < 0.5f);
+    *v = ampc_adam_sq(*v, d, a->beta2, a->one_minus_beta2);
+    float den = *v;
+    if (amsgrad) {
+        *vmax = ampc_nn_max(*vmax, *v);
+        den = *vmax;
+    }
+    return ampc_adam_param(p, *m, sqrtf(den), a->neg_step_size,
+                           a->bias_correction2_sqrt, a->eps);
+}
+
+#endif /* AMPC_NN_MATH_H */
