@@ -350,11 +350,19 @@ def count_nonfinite(tensors):
                 ts.append(x.grad)
         else:
             ts.append(_target(x, "count_nonfinite"))
-    found = _C.full((1,), 0.0, _C.float32)
-    one = _C.full((1,), 1.0, _C.float32)
-    counts = _C._amp_unscale_counts_(ts, found, one)
-    return {"inf": sum(c[0] for c in counts),
-            "nan": sum(c[1] for c in counts)}
+    # one pass per device: the fused op takes the tensors of one device,
+    # with its found_inf and inv_scale there too
+    by_device = {}
+    for t in ts:
+        by_device.setdefault(str(t.device), []).append(t)
+    inf = nan = 0
+    for device, group in by_device.items():
+        found = _C.full((1,), 0.0, _C.float32).to(device)
+        one = _C.full((1,), 1.0, _C.float32).to(device)
+        counts = _C._amp_unscale_counts_(group, found, one)
+        inf += sum(c[0] for c in counts)
+        nan += sum(c[1] for c in counts)
+    return {"inf": inf, "nan": nan}
 
 
 def assert_all_finite(tensors, msg=None):

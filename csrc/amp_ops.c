@@ -3,7 +3,10 @@
  * names, signatures and error messages), a variant of the first that also
  * returns its per-tensor telemetry, and the two passes of clip_grad_norm_
  * (the norm of every gradient in one fused call, then the scaling).  Also
- * ampc_amp_unscale_tensors(), which GradScaler (grad_scaler.c) calls.
+ * ampc_amp_unscale_tensors() and its CUDA twin, which GradScaler
+ * (grad_scaler.c) calls.  On CUDA every scalar (inv_scale, found_inf, the
+ * scale, the norm, the clip coefficient) stays on the device: only the
+ * telemetry variant, which returns Python ints, reads the GPU.
  */
 #include "ampc.h"
 
@@ -11,10 +14,13 @@
 #include <stdlib.h>
 
 #include "amp_math.h"
+#include "amp_reduce.h"
 #include "cpu/loops.h"
 
 /* Below this many elements a kernel call keeps the GIL. */
 #define RELEASE_GIL_MIN 65536
+
+uint64_t ampc_cuda_host_reads;
 
 // ----------------------------------------------------------------------------
 // a batch: tensors handed to one fused kernel call
@@ -144,6 +150,8 @@ batch_init(amp_batch *b, AmpcTensorObject *const *ts, Py_ssize_t n)
 static int
 batch_write_back(amp_batch *b)
 {
+    /* NOTE: on CUDA, ampc_copy_into queues its copies on the ampc stream
+     * after the kernel, so they see its results without a wait. */
     for (Py_ssize_t i = 0; i < b->n; i++) {
         if (b->copy[i] != NULL && ampc_copy_into(b->src[i], b->copy[i]) < 0) {
             return -1;
@@ -184,6 +192,48 @@ ampc_amp_unscale_tensors(AmpcTensorObject *const *ts, Py_ssize_t n,
         PyEval_RestoreThread(ts_save);
     }
     int rc = inv_scale != 1.0f ? batch_write_back(&b) : 0;
+    batch_free(&b);
+    return rc;
+}
+
+int
+ampc_amp_unscale_tensors_cuda(AmpcTensorObject *const *ts, Py_ssize_t n,
+                              const float *inv_scale, int flags,
+                              float *found_inf, ampc_amp_counts *counts)
+{
+    static const char *fn = "_amp_foreach_non_finite_check_and_unscale_";
+    if (ampc_cuda_enter(fn, ts[0]->device) < 0) {
+        return -1;
+    }
+    amp_batch b;
+    if (batch_init(&b, ts, n) < 0) {
+        return -1;
+    }
+    int rc = 0;
+    if (b.shared) {
+        /* one launch per tensor: the stream runs them in list order */
+        for (Py_ssize_t i = 0; rc == 0 && i < n; i++) {
+            ampc_tensor_list one = {1, b.data + i, b.numel + i, b.dtype + i};
+            rc = ampc_cuda.amp_unscale(&one, inv_scale,
+                                       i == 0 ? flags
+                                              : flags & ~AMPC_AMP_ZERO_FOUND,
+                                       found_inf, counts ? counts + i : NULL);
+        }
+    }
+    else {
+        ampc_tensor_list l = {n, b.data, b.numel, b.dtype};
+        rc = ampc_cuda.amp_unscale(&l, inv_scale, flags, found_inf, counts);
+    }
+    if (rc != 0) {
+        batch_free(&b);
+        ampc_cuda_raise(fn, rc);
+        return -1;
+    }
+    /* Unless this is the check alone, inv_scale lives on the device and
+     * whether it is 1 (no write) is not known here: the copies go back and
+     * the versions move on, which is correct either way (the values are
+     * unchanged when it is 1). */
+    rc = (flags & AMPC_AMP_CHECK_ONLY) ? 0 : batch_write_back(&b);
     batch_free(&b);
     return rc;
 }
@@ -272,16 +322,73 @@ tensor_seq(const char *fn, PyObject *obj)
     return seq;
 }
 
-/* PyTorch's checks of a 1-element float32 CPU tensor, in its order: all
- * device checks, then all sizes, then all dtypes. */
+/* "CPU" or "CUDA", as PyTorch's messages name a device type. */
+static const char *
+device_word(int type)
+{
+    return type == AMPC_DEV_CUDA ? "CUDA" : "CPU";
+}
+
+/* PyTorch's dispatch: an op with any CUDA tensor argument runs its CUDA
+ * kernel, whose checks then name the CPU ones. */
 static int
-check_scalars(const char *const *names, AmpcTensorObject *const *ts, int n,
-              int int_first)
+op_device_type(AmpcTensorObject *const *ts, int n, PyObject *seq)
 {
     for (int i = 0; i < n; i++) {
-        if (ts[i]->device.type != AMPC_DEV_CPU) {
-            PyErr_Format(PyExc_RuntimeError, "%s must be a CPU tensor.",
-                         names[i]);
+        if (ampc_is_cuda(ts[i])) {
+            return AMPC_DEV_CUDA;
+        }
+    }
+    Py_ssize_t m = seq != NULL ? PySequence_Fast_GET_SIZE(seq) : 0;
+    for (Py_ssize_t i = 0; i < m; i++) {
+        if (ampc_is_cuda(AMPC_TENSOR(PySequence_Fast_GET_ITEM(seq, i)))) {
+            return AMPC_DEV_CUDA;
+        }
+    }
+    return AMPC_DEV_CPU;
+}
+
+/* "cuda:0" or "cpu", as PyTorch prints a device. */
+static void
+device_str(char *buf, size_t size, ampc_device d)
+{
+    if (d.type == AMPC_DEV_CUDA) {
+        snprintf(buf, size, "cuda:%d", (int)d.index);
+    }
+    else {
+        snprintf(buf, size, "cpu");
+    }
+}
+
+/* PyTorch's device check of an op's tensors: -1 with its RuntimeError when
+ * t is not on dev. */
+static int
+check_same_device(ampc_device dev, const AmpcTensorObject *t)
+{
+    if (t->device.type == dev.type && t->device.index == dev.index) {
+        return 0;
+    }
+    char a[16], b[16];
+    device_str(a, sizeof(a), dev);
+    device_str(b, sizeof(b), t->device);
+    PyErr_Format(PyExc_RuntimeError,
+                 "Expected all tensors to be on the same device, but found "
+                 "at least two devices, %s and %s!",
+                 a, b);
+    return -1;
+}
+
+/* PyTorch's checks of a 1-element float32 tensor on a device of type
+ * `type`, in its order: all device checks, then all sizes, then all
+ * dtypes. */
+static int
+check_scalars(const char *const *names, AmpcTensorObject *const *ts, int n,
+              int int_first, int type)
+{
+    for (int i = 0; i < n; i++) {
+        if (ts[i]->device.type != type) {
+            PyErr_Format(PyExc_RuntimeError, "%s must be a %s tensor.",
+                         names[i], device_word(type));
             return -1;
         }
     }
@@ -310,16 +417,24 @@ check_scalars(const char *const *names, AmpcTensorObject *const *ts, int n,
     return 0;
 }
 
-/* Every gradient: on the CPU and of a float dtype. */
+/* Every gradient: on a device of type `type` (on CUDA, all on the first
+ * one's device) and of a float dtype. */
 static int
-check_grads(const char *kernel, const char *arg, PyObject *seq)
+check_grads(const char *kernel, const char *arg, PyObject *seq, int type)
 {
     Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
     for (Py_ssize_t i = 0; i < n; i++) {
         AmpcTensorObject *t = AMPC_TENSOR(PySequence_Fast_GET_ITEM(seq, i));
-        if (t->device.type != AMPC_DEV_CPU) {
+        if (t->device.type != type) {
             PyErr_Format(PyExc_RuntimeError,
-                         "one of %s was not a CPU tensor.", arg);
+                         "one of %s was not a %s tensor.", arg,
+                         device_word(type));
+            return -1;
+        }
+        AmpcTensorObject *t0 = AMPC_TENSOR(PySequence_Fast_GET_ITEM(seq, 0));
+        if (t->device.index != t0->device.index) {
+            PyErr_Format(PyExc_RuntimeError,
+                         "%s must be on the same device.", arg);
             return -1;
         }
         if (!ampc_dtype_is_float(t->dtype)) {
@@ -336,6 +451,33 @@ check_grads(const char *kernel, const char *arg, PyObject *seq)
 
 // ----------------------------------------------------------------------------
 // _amp_foreach_non_finite_check_and_unscale_
+
+/* The CUDA pass of the Python op: inv and found stay on the device; the
+ * telemetry, when asked for (counts: n host entries), is read back, the
+ * one host wait of this op. */
+static int
+unscale_cuda(const char *fn, AmpcTensorObject *const *ts, Py_ssize_t n,
+             AmpcTensorObject *inv, AmpcTensorObject *found,
+             ampc_amp_counts *counts)
+{
+    AmpcTensorObject *dev_counts = NULL;
+    if (counts != NULL) {
+        int64_t shape[2] = {(int64_t)n, 4};
+        dev_counts = ampc_tensor_empty(2, shape, AMPC_INT64, ts[0]->device);
+        if (dev_counts == NULL) {
+            return -1;
+        }
+    }
+    int rc = ampc_amp_unscale_tensors_cuda(
+        ts, n, (const float *)inv->data, 0, (float *)found->data,
+        dev_counts ? (ampc_amp_counts *)dev_counts->data : NULL);
+    if (rc == 0 && counts != NULL) {
+        rc = ampc_read_to_host(fn, dev_counts, counts,
+                               (size_t)n * sizeof(ampc_amp_counts));
+    }
+    Py_XDECREF(dev_counts);
+    return rc;
+}
 
 /* scaled_grads (n tensors) <- scaled_grads * inv_scale; found_inf <- 1.0
  * on inf/NaN.  Returns None, or with want_counts a list of (inf, nan, zero,
@@ -369,9 +511,13 @@ unscale_common(PyObject *args, const char *fn, int want_counts)
     AmpcTensorObject *inv = AMPC_TENSOR(inv_obj);
     const char *names[2] = {"inv_scale", "found_inf"};
     AmpcTensorObject *scalars[2] = {inv, found};
-    if (check_scalars(names, scalars, 2, 0) < 0 ||
-        check_grads("_amp_foreach_non_finite_check_and_unscale_cpu",
-                    "scaled_grads", seq) < 0) {
+    int type = op_device_type(scalars, 2, seq);
+    AmpcTensorObject **ts = (AmpcTensorObject **)PySequence_Fast_ITEMS(seq);
+    if (check_scalars(names, scalars, 2, 0, type) < 0 ||
+        check_grads(type == AMPC_DEV_CUDA
+                        ? "_amp_foreach_non_finite_check_and_unscale_cuda"
+                        : "_amp_foreach_non_finite_check_and_unscale_cpu",
+                    "scaled_grads", seq, type) < 0) {
         goto error;
     }
     if (want_counts) {
@@ -381,10 +527,15 @@ unscale_common(PyObject *args, const char *fn, int want_counts)
             goto error;
         }
     }
-    float inv_scale = *(const float *)inv->data;
-    AmpcTensorObject **ts = (AmpcTensorObject **)PySequence_Fast_ITEMS(seq);
-    if (ampc_amp_unscale_tensors(ts, n, inv_scale, (float *)found->data,
-                                 counts) < 0) {
+    if (type == AMPC_DEV_CUDA) {
+        if (check_same_device(ts[0]->device, inv) < 0 ||
+            check_same_device(ts[0]->device, found) < 0 ||
+            unscale_cuda(fn, ts, n, inv, found, counts) < 0) {
+            goto error;
+        }
+    }
+    else if (ampc_amp_unscale_tensors(ts, n, *(const float *)inv->data,
+                                      (float *)found->data, counts) < 0) {
         goto error;
     }
     found->storage->version++;
@@ -458,12 +609,32 @@ op_amp_update_scale_(PyObject *module, PyObject *args)
     AmpcTensorObject *found = AMPC_TENSOR(found_obj);
     const char *names[3] = {"growth_tracker", "current_scale", "found_inf"};
     AmpcTensorObject *ts[3] = {tracker, scale, found};
-    if (check_scalars(names, ts, 3, 1) < 0) {
+    int type = op_device_type(ts, 3, NULL);
+    if (check_scalars(names, ts, 3, 1, type) < 0) {
         return NULL;
     }
-    ampc_cpu.amp_update_scale((float *)scale->data, (int64_t *)tracker->data,
-                              (const float *)found->data, growth, backoff,
-                              (int64_t)interval);
+    if (type == AMPC_DEV_CUDA) {
+        /* one thread on the device: nothing is read back */
+        float *found_ptr = (float *)found->data;
+        int rc;
+        if (check_same_device(scale->device, tracker) < 0 ||
+            check_same_device(scale->device, found) < 0 ||
+            ampc_cuda_enter(fn, scale->device) < 0) {
+            return NULL;
+        }
+        rc = ampc_cuda.amp_update_scale(
+            (float *)scale->data, (int64_t *)tracker->data, &found_ptr, 1,
+            growth, backoff, (int64_t)interval, NULL, 0);
+        if (rc != 0) {
+            return ampc_cuda_raise(fn, rc);
+        }
+    }
+    else {
+        ampc_cpu.amp_update_scale((float *)scale->data,
+                                  (int64_t *)tracker->data,
+                                  (const float *)found->data, growth,
+                                  backoff, (int64_t)interval);
+    }
     scale->storage->version++;
     tracker->storage->version++;
     return Py_NewRef(scale_obj);
@@ -472,48 +643,34 @@ op_amp_update_scale_(PyObject *module, PyObject *args)
 // ----------------------------------------------------------------------------
 // clip_grad_norm_: the norm, then the scaling
 
-/* d rounded once (RNE) to dt, as a double. */
-static double
-round_to(ampc_dtype dt, double d)
+/* The total norm on the device: one slot call over the gradients (dense
+ * copies of non-dense ones), written into out; no host wait. */
+static int
+grad_norm_cuda(const char *fn, AmpcTensorObject *const *ts, Py_ssize_t n,
+               double p, AmpcTensorObject *out)
 {
-    char buf[8];
-    ampc_store_f64(dt, buf, d);
-    return ampc_load_f32(dt, buf);
-}
-
-/* The p-norm from its accumulator (ampc_grad_norm_fn). */
-static double
-norm_finish(double p, double acc)
-{
-    if (p == 2.0) {
-        return sqrt(acc);
+    if (ampc_cuda_enter(fn, out->device) < 0) {
+        return -1;
     }
-    if (p == 1.0 || p == 0.0 || isinf(p)) {
-        return acc;
+    amp_batch b;
+    if (batch_init(&b, ts, n) < 0) {
+        return -1;
     }
-    return pow(acc, 1.0 / p);
-}
-
-/* One value's share of a p-norm accumulator. */
-static double
-norm_term(double p, double v)
-{
-    if (p == 2.0) {
-        return v * v;
+    ampc_tensor_list l = {n, b.data, b.numel, b.dtype};
+    int rc = ampc_cuda.grad_norm(&l, p, out->dtype, out->data);
+    batch_free(&b);
+    if (rc != 0) {
+        ampc_cuda_raise(fn, rc);
+        return -1;
     }
-    if (p == 1.0 || isinf(p)) {
-        return fabs(v);
-    }
-    if (p == 0.0) {
-        return v != 0.0;
-    }
-    return pow(fabs(v), p);
+    return 0;
 }
 
 /* _grad_norm(grads, norm_type) -> 0-d tensor: PyTorch's _get_total_norm,
  * i.e. the norm of the per-tensor norms, each rounded to its tensor's
- * dtype, the total in the promoted dtype.  One fused kernel call reads every
- * gradient once. */
+ * dtype, the total in the promoted dtype, on the gradients' device.  One
+ * fused kernel call reads every gradient once; the arithmetic after it is
+ * amp_reduce.h's, on the CPU here and on the GPU in cuda/amp.cu. */
 static PyObject *
 op_grad_norm(PyObject *module, PyObject *args)
 {
@@ -529,12 +686,14 @@ op_grad_norm(PyObject *module, PyObject *args)
     }
     PyObject *result = NULL;
     double *acc = NULL;
+    AmpcTensorObject *out = NULL;
     Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
     AmpcTensorObject **ts = (AmpcTensorObject **)PySequence_Fast_ITEMS(seq);
     ampc_device dev = {AMPC_DEV_CPU, 0};
     ampc_dtype out_dt = AMPC_FLOAT32;
-    if (check_grads("linalg_vector_norm", "grads", seq) < 0) {
-        goto error;
+    if (check_grads("linalg_vector_norm", "grads", seq,
+                    op_device_type(NULL, 0, seq)) < 0) {
+        goto done;
     }
     if (n > 0) {
         dev = ts[0]->device;
@@ -548,60 +707,81 @@ op_grad_norm(PyObject *module, PyObject *args)
                          "an empty tensor because the operation does not "
                          "have an identity",
                          p > 0 ? "inf" : "-inf");
-            goto error;
+            goto done;
         }
+    }
+    out = ampc_tensor_empty(0, NULL, out_dt, dev);
+    if (out == NULL) {
+        goto done;
+    }
+    if (n > 0 && dev.type == AMPC_DEV_CUDA) {
+        if (grad_norm_cuda(fn, ts, n, p, out) == 0) {
+            result = Py_NewRef(out);
+        }
+        goto done;
     }
     acc = PyMem_Calloc(n > 0 ? (size_t)n : 1, sizeof(double));
     if (acc == NULL) {
         PyErr_NoMemory();
-        goto error;
+        goto done;
     }
     if (n > 0 && ampc_amp_norm_tensors(ts, n, p, acc) < 0) {
-        goto error;
+        goto done;
     }
     /* the norm of the stacked per-tensor norms */
-    double total = (isinf(p) && p < 0) ? INFINITY : 0.0;
+    double total = ampc_norm_identity(p);
     for (Py_ssize_t i = 0; i < n; i++) {
-        double norm = round_to(ts[i]->dtype, norm_finish(p, acc[i]));
-        total = ampc_norm_fold(p, total, norm_term(p, norm));
+        double norm = ampc_norm_of_tensor(ts[i]->dtype, p, acc[i]);
+        total = ampc_norm_merge(p, total, ampc_norm_term(p, norm));
     }
-    AmpcTensorObject *out = ampc_tensor_empty(0, NULL, out_dt, dev);
-    if (out == NULL) {
-        goto error;
-    }
-    ampc_store_f64(out_dt, out->data, n > 0 ? norm_finish(p, total) : 0.0);
-    result = (PyObject *)out;
-error:
+    ampc_store_f64(out_dt, out->data,
+                   n > 0 ? ampc_norm_finish(p, total) : 0.0);
+    result = Py_NewRef(out);
+done:
+    Py_XDECREF(out);
     PyMem_Free(acc);
     Py_DECREF(seq);
     return result;
 }
 
-/* The clip coefficient as PyTorch computes it in total_norm's dtype:
- * clamp(max_norm / (total_norm + 1e-6), max=1), where a Python number over a
- * tensor is reciprocal() * number, and each op rounds to that dtype. */
-static float
-clip_coef(ampc_dtype dt, float total_norm, double max_norm)
+/* The CUDA scaling: the coefficient computed on the device from the
+ * device norm, then the fused pass with it as inv_scale (which writes
+ * nothing when it is 1). */
+static int
+clip_cuda(const char *fn, AmpcTensorObject *const *ts, Py_ssize_t n,
+          AmpcTensorObject *norm, double max_norm)
 {
-    float x = total_norm + 1e-6f;
-    if (dt != AMPC_FLOAT32) {
-        x = (float)round_to(dt, x);
+    AmpcTensorObject *coef = NULL, *unused = NULL;
+    int rc = -1;
+    if (check_same_device(ts[0]->device, norm) < 0 ||
+        ampc_cuda_enter(fn, norm->device) < 0) {
+        return -1;
     }
-    float r = 1.0f / x;
-    if (dt != AMPC_FLOAT32) {
-        r = (float)round_to(dt, r);
+    coef = ampc_tensor_empty(0, NULL, AMPC_FLOAT32, norm->device);
+    unused = coef ? ampc_tensor_empty(0, NULL, AMPC_FLOAT32, norm->device)
+                  : NULL;
+    if (unused == NULL) {
+        goto done;
     }
-    float coef = r * (float)max_norm;
-    if (dt != AMPC_FLOAT32) {
-        coef = (float)round_to(dt, coef);
+    int code = ampc_cuda.clip_coef(norm->data, norm->dtype, max_norm,
+                                   (float *)coef->data);
+    if (code != 0) {
+        ampc_cuda_raise(fn, code);
+        goto done;
     }
-    return coef > 1.0f ? 1.0f : coef;
+    rc = ampc_amp_unscale_tensors_cuda(ts, n, (const float *)coef->data, 0,
+                                       (float *)unused->data, NULL);
+done:
+    Py_XDECREF(coef);
+    Py_XDECREF(unused);
+    return rc;
 }
 
 /* _clip_grads_with_norm_(grads, max_norm, total_norm): grads *= coef in
- * one fused pass, and no pass at all when coef is 1 (PyTorch multiplies by
- * 1.0 anyway, which changes nothing).  A NaN or inf norm gives a NaN or 0
- * coefficient, as in PyTorch. */
+ * one fused pass, and on the CPU no pass at all when coef is 1 (PyTorch
+ * multiplies by 1.0 anyway, which changes nothing).  A NaN or inf norm
+ * gives a NaN or 0 coefficient, as in PyTorch (amp_reduce.h
+ * ampc_clip_coef). */
 static PyObject *
 op_clip_grads_with_norm_(PyObject *module, PyObject *args)
 {
@@ -616,13 +796,10 @@ op_clip_grads_with_norm_(PyObject *module, PyObject *args)
         return NULL;
     }
     AmpcTensorObject *norm = AMPC_TENSOR(norm_obj);
-    if (ampc_numel(norm) != 1 || !ampc_dtype_is_float(norm->dtype) ||
-        ampc_check_cpu(fn, "total_norm", norm) < 0) {
-        if (!PyErr_Occurred()) {
-            PyErr_Format(PyExc_RuntimeError,
-                         "%s(): total_norm must be a 1-element float tensor",
-                         fn);
-        }
+    if (ampc_numel(norm) != 1 || !ampc_dtype_is_float(norm->dtype)) {
+        PyErr_Format(PyExc_RuntimeError,
+                     "%s(): total_norm must be a 1-element float tensor",
+                     fn);
         return NULL;
     }
     PyObject *seq = tensor_seq(fn, grads_obj);
@@ -631,16 +808,22 @@ op_clip_grads_with_norm_(PyObject *module, PyObject *args)
     }
     PyObject *result = NULL;
     Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
-    if (check_grads("mul_", "grads", seq) < 0) {
+    AmpcTensorObject **ts = (AmpcTensorObject **)PySequence_Fast_ITEMS(seq);
+    int type = op_device_type(&norm, 1, seq);
+    if (check_grads("mul_", "grads", seq, type) < 0) {
         goto error;
     }
-    float coef = clip_coef(norm->dtype, ampc_load_f32(norm->dtype, norm->data),
-                           max_norm);
-    if (coef != 1.0f && n > 0) {
+    if (type == AMPC_DEV_CUDA) {
+        if (n > 0 && clip_cuda(fn, ts, n, norm, max_norm) < 0) {
+            goto error;
+        }
+    }
+    else {
+        float coef = ampc_clip_coef(
+            norm->dtype, ampc_load_f32(norm->dtype, norm->data), max_norm);
         float unused = 0.0f;
-        AmpcTensorObject **ts =
-            (AmpcTensorObject **)PySequence_Fast_ITEMS(seq);
-        if (ampc_amp_unscale_tensors(ts, n, coef, &unused, NULL) < 0) {
+        if (coef != 1.0f && n > 0 &&
+            ampc_amp_unscale_tensors(ts, n, coef, &unused, NULL) < 0) {
             goto error;
         }
     }
@@ -660,6 +843,13 @@ op_amp_clip_pending(PyObject *module, PyObject *grads)
         return NULL;
     }
     return PyBool_FromLong(pending);
+}
+
+/* _cuda_host_reads() -> int: host reads of CUDA memory so far. */
+static PyObject *
+op_cuda_host_reads(PyObject *module, PyObject *unused)
+{
+    return PyLong_FromUnsignedLongLong(ampc_cuda_host_reads);
 }
 
 // ----------------------------------------------------------------------------
@@ -683,6 +873,10 @@ PyMethodDef ampc_amp_methods[] = {
     {"_clip_grads_with_norm_", op_clip_grads_with_norm_, METH_VARARGS,
      "_clip_grads_with_norm_(grads, max_norm, total_norm): grads *= "
      "min(max_norm / (total_norm + 1e-6), 1)"},
+    {"_cuda_host_reads", op_cuda_host_reads, METH_NOARGS,
+     "_cuda_host_reads() -> int: how many reads of CUDA memory into host "
+     "memory (each one waits for the GPU) ran so far; the difference over "
+     "a training step counts its host syncs"},
     {"_amp_clip_pending", op_amp_clip_pending, METH_O,
      "_amp_clip_pending(grads) -> True once when a GradScaler scaled a loss "
      "and one of grads was not unscaled since"},

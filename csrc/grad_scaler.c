@@ -6,6 +6,17 @@
  * fused kernel call per device over all of an optimizer's gradients
  * (amp_ops.c), which also yields per-tensor inf/NaN/zero/subnormal counts.
  *
+ * On CUDA the scale, the growth tracker, every found_inf and the counts
+ * live on the device, and the host reads them only where a value must
+ * reach Python: step()'s skip decision (one read of found_inf per device:
+ * the one host sync per step, as in PyTorch), get_scale(), state_dict(),
+ * pickling and stats().  scale(), unscale_(), update() and the
+ * _step_supports_amp_scaling path (fused optimizers, which skip on the
+ * device) queue work and return, so with a fused optimizer a whole step
+ * has no host sync and can be captured in a CUDA graph.  The telemetry
+ * that needs host values (the zero-gradient and never-cleared checks, the
+ * many-skips diagnosis) runs where those values were read anyway.
+ *
  * Beyond PyTorch: stats() (steps, skipped steps, which parameters
  * overflowed, underflow fractions), watch(model) for parameter names, a
  * diagnosis after many skipped steps in a row, and misuse hints (the loss
@@ -52,7 +63,10 @@ typedef struct {
     int group;
     Py_ssize_t index;
     int64_t numel;
-    ampc_amp_counts c;
+    ampc_amp_counts c;      /* valid when dev_src < 0 */
+    Py_ssize_t dev_src;     /* CUDA: c is row dev_row of dev_counts[dev_src],
+                             * still on the device; -1: c is on the host */
+    Py_ssize_t dev_row;
 } scaler_record;
 
 typedef struct AmpcGradScalerObject {
@@ -94,6 +108,15 @@ typedef struct AmpcGradScalerObject {
     PyObject *cur_nonfinite;        /* ... of this iteration's */
     PyObject *unscaled;             /* set of data pointers unscaled */
     PyObject *watched;              /* a module, for parameter names */
+    /* CUDA */
+    PyObject *dev_counts;           /* list: the records' device counts */
+    PyObject *dev_stats;            /* int64 AMPC_AMP_NUM_STATS on the
+                                     * scale's device, or NULL */
+    int64_t fused_steps;            /* CUDA fused steps this iteration */
+    int last_fused;                 /* the last step() was a fused one */
+    Py_ssize_t host_found_states;   /* optimizers whose found_inf step()
+                                     * read this iteration ... */
+    double host_found_sum;          /* ... and their sum */
 } AmpcGradScalerObject;
 
 /* module-level objects, one set per process (see module.c's NOTE) */
@@ -131,10 +154,61 @@ field_get(AmpcGradScalerObject *self, PyObject *field, const char *name)
     return field;
 }
 
-static float
-scale_value(AmpcGradScalerObject *self)
+/* The float32 element of t (1 element, any device) as a float: a host
+ * read, which waits for the GPU when t is on one. */
+static int
+read_scalar(const char *fn, AmpcTensorObject *t, float *dst)
 {
-    return *(const float *)AMPC_TENSOR(self->scale)->data;
+    if (!ampc_is_cuda(t)) {
+        *dst = *(const float *)t->data;
+        return 0;
+    }
+    if (t->dtype != AMPC_FLOAT32 || ampc_numel(t) != 1) {
+        PyErr_Format(PyExc_TypeError,
+                     "%s(): expected a 1-element float32 tensor", fn);
+        return -1;
+    }
+    return ampc_read_to_host(fn, t, dst, sizeof(float));
+}
+
+/* The scale as a float (a host read on CUDA).  -1 with an exception. */
+static int
+read_scale(AmpcGradScalerObject *self, float *v)
+{
+    return read_scalar("GradScaler.get_scale", AMPC_TENSOR(self->scale), v);
+}
+
+/* Writes the element at buf (t's dtype) into the 1-element tensor t on
+ * any device.
+ * NOTE: on CUDA this is a small host-to-device copy, for set-up paths
+ * (lazy init, load_state_dict, update(new_scale=float)) only, never the
+ * per-step ones. */
+static int
+write_scalar_bytes(AmpcTensorObject *t, const void *buf)
+{
+    size_t size = ampc_dtype_size[t->dtype];
+    if (!ampc_is_cuda(t)) {
+        memcpy(t->data, buf, size);
+        return 0;
+    }
+    if (ampc_cuda_enter("GradScaler", t->device) < 0) {
+        return -1;
+    }
+    int rc = ampc_cuda.memcpy(t->data, buf, size, AMPC_COPY_H2D);
+    if (rc != 0) {
+        ampc_cuda_raise("GradScaler", rc);
+        return -1;
+    }
+    return 0;
+}
+
+/* v into the float32 tensor t, or iv into the int64 tensor t. */
+static int
+write_scalar(AmpcTensorObject *t, double v, int64_t iv)
+{
+    float f = (float)v;
+    return write_scalar_bytes(t, t->dtype == AMPC_INT64 ? (const void *)&iv
+                                                        : (const void *)&f);
 }
 
 static PyObject *
@@ -183,7 +257,7 @@ opt_state(AmpcGradScalerObject *self, PyObject *optimizer)
 }
 
 /* The scale and the tracker are read and written in place by C: None, or
- * a 1-element CPU tensor of their dtype. */
+ * a 1-element tensor of their dtype (CPU or CUDA). */
 static int
 check_state_tensor(PyObject *v, ampc_dtype dt, const char *name)
 {
@@ -191,11 +265,10 @@ check_state_tensor(PyObject *v, ampc_dtype dt, const char *name)
         return 0;
     }
     if (!ampc_tensor_check(v) || AMPC_TENSOR(v)->dtype != dt ||
-        ampc_numel(AMPC_TENSOR(v)) != 1 ||
-        AMPC_TENSOR(v)->device.type != AMPC_DEV_CPU) {
+        ampc_numel(AMPC_TENSOR(v)) != 1) {
         PyErr_Format(PyExc_TypeError,
                      "GradScaler: %s must be None or a 1-element %s CPU "
-                     "tensor, not %R",
+                     "tensor (or a CUDA one), not %R",
                      name, ampc_dtype_name(dt), v);
         return -1;
     }
@@ -230,11 +303,9 @@ scalar_tensor(ampc_dtype dt, ampc_device dev, double v)
     if (t == NULL) {
         return NULL;
     }
-    if (dt == AMPC_INT64) {
-        *(int64_t *)t->data = (int64_t)v;
-    }
-    else {
-        *(float *)t->data = (float)v;
+    if (write_scalar(t, v, dt == AMPC_INT64 ? (int64_t)v : 0) < 0) {
+        Py_DECREF(t);
+        return NULL;
     }
     return (PyObject *)t;
 }
@@ -297,12 +368,12 @@ lazy_init(AmpcGradScalerObject *self, ampc_device dev)
     if (s == NULL) {
         return -1;
     }
-    PyObject *g = scalar_tensor(AMPC_INT64, dev, 0.0);
-    if (g == NULL) {
+    PyObject *g = (PyObject *)ampc_tensor_empty(0, NULL, AMPC_INT64, dev);
+    if (g == NULL || write_scalar(AMPC_TENSOR(g), 0.0, tracker) < 0) {
+        Py_XDECREF(g);
         Py_DECREF(s);
         return -1;
     }
-    *(int64_t *)AMPC_TENSOR(g)->data = tracker;
     Py_XSETREF(self->scale, s);
     Py_XSETREF(self->growth_tracker, g);
     return 0;
@@ -326,11 +397,12 @@ scaler_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     self->prev_nonfinite = PyDict_New();
     self->cur_nonfinite = PyDict_New();
     self->unscaled = PySet_New(NULL);
+    self->dev_counts = PyList_New(0);
     self->warn_after_skips = 10;
     self->new_iteration = 1;
     if (self->device == NULL || self->per_opt == NULL ||
         self->prev_nonfinite == NULL || self->cur_nonfinite == NULL ||
-        self->unscaled == NULL) {
+        self->unscaled == NULL || self->dev_counts == NULL) {
         Py_DECREF(self);
         return NULL;
     }
@@ -356,6 +428,8 @@ scaler_traverse(AmpcGradScalerObject *self, visitproc visit, void *arg)
     Py_VISIT(self->cur_nonfinite);
     Py_VISIT(self->unscaled);
     Py_VISIT(self->watched);
+    Py_VISIT(self->dev_counts);
+    Py_VISIT(self->dev_stats);
     return 0;
 }
 
@@ -377,6 +451,8 @@ scaler_clear(AmpcGradScalerObject *self)
     Py_CLEAR(self->cur_nonfinite);
     Py_CLEAR(self->unscaled);
     Py_CLEAR(self->watched);
+    Py_CLEAR(self->dev_counts);
+    Py_CLEAR(self->dev_stats);
     return 0;
 }
 
@@ -409,6 +485,9 @@ reset_iteration(AmpcGradScalerObject *self)
     self->scaled = 0;
     self->loss_nonfinite = 0;
     self->new_iteration = 1;
+    self->fused_steps = 0;
+    self->host_found_states = 0;
+    self->host_found_sum = 0.0;
     return PySet_Clear(self->unscaled);
 }
 
@@ -604,9 +683,11 @@ scale_tensor(AmpcGradScalerObject *self, PyObject *val)
     AmpcTensorObject *s = AMPC_TENSOR(self->scale);
     if (s->device.type != t->device.type ||
         s->device.index != t->device.index) {
-        PyObject *moved = PyObject_CallMethod(
-            self->scale, "to", "s", t->device.type == AMPC_DEV_CPU ? "cpu"
-                                                                   : "cuda");
+        PyObject *dev = PyObject_GetAttrString(val, "device");
+        PyObject *moved = dev ? PyObject_CallMethod(self->scale, "to", "O",
+                                                    dev)
+                              : NULL;
+        Py_XDECREF(dev);
         if (moved == NULL) {
             return NULL;
         }
@@ -820,9 +901,15 @@ records_reserve(AmpcGradScalerObject *self, Py_ssize_t more)
  * never zeroed.  The gradient is held by a weak reference only. */
 static int
 track_nonfinite(AmpcGradScalerObject *self, grad_item *items,
-                ampc_amp_counts *counts, Py_ssize_t n)
+                ampc_amp_counts *counts, const Py_ssize_t *on_device,
+                Py_ssize_t n)
 {
     for (Py_ssize_t i = 0; i < n; i++) {
+        if (on_device[i] >= 0) {
+            /* CUDA counts stay on the device: reading them here would
+             * make the host wait every step */
+            continue;
+        }
         int64_t bad = counts[i].inf + counts[i].nan;
         PyObject *key = PyLong_FromVoidPtr((void *)items[i].param);
         if (key == NULL) {
@@ -862,42 +949,171 @@ track_nonfinite(AmpcGradScalerObject *self, grad_item *items,
     return 0;
 }
 
-/* PyTorch's _unscale_grads_: every gradient of `optimizer` *= inv_scale,
- * one fused call per device; returns {device: found_inf}, each found_inf a
- * new 0-d float32 tensor starting at found_init.  `record`: keep stats. */
+/* What an unscale multiplies by, and where its found_inf starts. */
+typedef enum {
+    UNSCALE_BY_SCALE = 0,       /* 1 / scale: unscale_() */
+    UNSCALE_CHECK,              /* 1: the check alone */
+    UNSCALE_BY_TENSOR           /* a given inv_scale tensor */
+} unscale_mode;
+
+typedef struct {
+    unscale_mode mode;
+    AmpcTensorObject *inv;      /* UNSCALE_BY_TENSOR: 1 float32 element */
+    AmpcTensorObject *found;    /* found_inf's start (1 float32 element), or
+                                 * NULL for 0 */
+} unscale_how;
+
+/* t on dev: t itself, or a copy there (new reference). */
+static AmpcTensorObject *
+tensor_on(AmpcTensorObject *t, ampc_device dev)
+{
+    if (t->device.type == dev.type && t->device.index == dev.index) {
+        return (AmpcTensorObject *)Py_NewRef(t);
+    }
+    PyObject *name = dev.type == AMPC_DEV_CUDA
+                         ? PyUnicode_FromFormat("cuda:%d", (int)dev.index)
+                         : PyUnicode_FromString("cpu");
+    PyObject *moved = name ? PyObject_CallMethod((PyObject *)t, "to", "O",
+                                                 name)
+                           : NULL;
+    Py_XDECREF(name);
+    return (AmpcTensorObject *)moved;
+}
+
+/* One device's share of an unscale on the CPU: found (0-d float32, new)
+ * gets its start and the kernel's verdict; counts (m host entries) are
+ * filled; *inv_used is the multiplier. */
+static int
+unscale_group_cpu(AmpcGradScalerObject *self, AmpcTensorObject **batch,
+                  Py_ssize_t m, const unscale_how *how,
+                  AmpcTensorObject *found, ampc_amp_counts *counts,
+                  float *inv_used)
+{
+    float inv = 1.0f, start = 0.0f;
+    if (how->mode == UNSCALE_BY_SCALE) {
+        float scale;
+        if (read_scale(self, &scale) < 0) {
+            return -1;
+        }
+        /* PyTorch: "FP32 division can be imprecise for certain compile
+         * options, so we carry out the reciprocal in FP64." */
+        inv = (float)(1.0 / (double)scale);
+    }
+    else if (how->mode == UNSCALE_BY_TENSOR &&
+             read_scalar("GradScaler._unscale_grads_", how->inv, &inv) < 0) {
+        return -1;
+    }
+    if (how->found != NULL &&
+        read_scalar("GradScaler._unscale_grads_", how->found, &start) < 0) {
+        return -1;
+    }
+    *(float *)found->data = start;
+    *inv_used = inv;
+    return ampc_amp_unscale_tensors(batch, m, inv, (float *)found->data,
+                                    counts);
+}
+
+/* The same on a CUDA device: one fused launch, the multiplier read on the
+ * device (the scale itself with AMPC_AMP_RECIPROCAL), found zeroed there
+ * (or copied from how->found), counts left in dev_counts (m x 4 int64,
+ * new, or NULL when not wanted).  Nothing waits for the GPU. */
+static int
+unscale_group_cuda(AmpcGradScalerObject *self, AmpcTensorObject **batch,
+                   Py_ssize_t m, const unscale_how *how,
+                   AmpcTensorObject *found, int want_counts,
+                   AmpcTensorObject **dev_counts)
+{
+    ampc_device dev = batch[0]->device;
+    AmpcTensorObject *inv = NULL;
+    int flags = 0, rc = -1;
+    *dev_counts = NULL;
+    if (how->mode == UNSCALE_BY_SCALE) {
+        inv = tensor_on(AMPC_TENSOR(self->scale), dev);
+        flags |= AMPC_AMP_RECIPROCAL;
+    }
+    else if (how->mode == UNSCALE_BY_TENSOR) {
+        inv = tensor_on(how->inv, dev);
+    }
+    else {
+        flags |= AMPC_AMP_CHECK_ONLY;
+    }
+    if (how->mode != UNSCALE_CHECK && inv == NULL) {
+        return -1;
+    }
+    if (how->found == NULL) {
+        flags |= AMPC_AMP_ZERO_FOUND;
+    }
+    else {
+        /* a 0-d view, so that a (1,)-shaped start copies into found */
+        AmpcTensorObject *start = ampc_tensor_view(how->found, 0, NULL,
+                                                   NULL, how->found->data);
+        int bad = start == NULL || ampc_copy_into(found, start) < 0;
+        Py_XDECREF(start);
+        if (bad) {
+            goto done;
+        }
+    }
+    if (want_counts) {
+        int64_t shape[2] = {(int64_t)m, 4};
+        *dev_counts = ampc_tensor_empty(2, shape, AMPC_INT64, dev);
+        if (*dev_counts == NULL) {
+            goto done;
+        }
+    }
+    rc = ampc_amp_unscale_tensors_cuda(
+        batch, m, inv ? (const float *)inv->data : NULL, flags,
+        (float *)found->data,
+        *dev_counts ? (ampc_amp_counts *)(*dev_counts)->data : NULL);
+    if (rc < 0) {
+        Py_CLEAR(*dev_counts);
+    }
+done:
+    Py_XDECREF(inv);
+    return rc;
+}
+
+/* PyTorch's _unscale_grads_: every gradient of `optimizer` multiplied as
+ * `how` says, one fused call per device; returns {device: found_inf},
+ * each found_inf a new 0-d float32 tensor on its device.  `record`: keep
+ * stats (on CUDA the counts stay on the device until stats() asks). */
 static PyObject *
 unscale_grads(AmpcGradScalerObject *self, PyObject *optimizer,
-              float inv_scale, float found_init, int allow_fp16, int record)
+              const unscale_how *how, int allow_fp16, int record)
 {
     Py_ssize_t n = 0;
     grad_item *items = collect_grads(optimizer, allow_fp16, &n);
     if (items == NULL) {
         return NULL;
     }
+    size_t k1 = n > 0 ? (size_t)n : 1;
     PyObject *result = PyDict_New();
-    ampc_amp_counts *counts = PyMem_Calloc(n > 0 ? (size_t)n : 1,
-                                           sizeof(ampc_amp_counts));
-    AmpcTensorObject **batch = PyMem_Calloc(n > 0 ? (size_t)n : 1,
-                                            sizeof(AmpcTensorObject *));
-    Py_ssize_t *where = PyMem_Calloc(n > 0 ? (size_t)n : 1,
-                                     sizeof(Py_ssize_t));
-    char *done = PyMem_Calloc(n > 0 ? (size_t)n : 1, 1);
-    ampc_amp_counts *bc = PyMem_Calloc(n > 0 ? (size_t)n : 1,
-                                       sizeof(ampc_amp_counts));
-    if (result == NULL || counts == NULL || batch == NULL || where == NULL ||
-        done == NULL || bc == NULL) {
-        if (result != NULL) {
+    PyObject *pending = PyList_New(0);      /* this call's device counts */
+    ampc_amp_counts *counts = PyMem_Calloc(k1, sizeof(ampc_amp_counts));
+    AmpcTensorObject **batch = PyMem_Calloc(k1, sizeof(AmpcTensorObject *));
+    Py_ssize_t *where = PyMem_Calloc(k1, sizeof(Py_ssize_t));
+    /* per gradient: its device counts (an index into pending, -1 when its
+     * counts are on the host) and row there; whether it was multiplied */
+    Py_ssize_t *on_device = PyMem_Calloc(k1, sizeof(Py_ssize_t));
+    Py_ssize_t *row = PyMem_Calloc(k1, sizeof(Py_ssize_t));
+    char *multiplied = PyMem_Calloc(k1, 1);
+    char *done = PyMem_Calloc(k1, 1);
+    ampc_amp_counts *bc = PyMem_Calloc(k1, sizeof(ampc_amp_counts));
+    if (result == NULL || pending == NULL || counts == NULL ||
+        batch == NULL || where == NULL || on_device == NULL || row == NULL ||
+        multiplied == NULL || done == NULL || bc == NULL) {
+        if (result != NULL && pending != NULL) {
             PyErr_NoMemory();
         }
         goto error;
     }
 
-    /* group by device, first seen first (one group on a CPU-only run) */
+    /* group by device, first seen first (one group on a one-device run) */
     for (Py_ssize_t i = 0; i < n; i++) {
         if (done[i]) {
             continue;
         }
         ampc_device dev = items[i].grad->device;
+        int cuda = dev.type == AMPC_DEV_CUDA;
         Py_ssize_t m = 0;
         for (Py_ssize_t j = i; j < n; j++) {
             ampc_device d = items[j].grad->device;
@@ -907,27 +1123,42 @@ unscale_grads(AmpcGradScalerObject *self, PyObject *optimizer,
                 batch[m++] = items[j].grad;
             }
         }
-        if (ampc_check_cpu("GradScaler.unscale_", "grad", batch[0]) < 0) {
-            goto error;
-        }
         PyObject *key = PyObject_GetAttrString((PyObject *)batch[0],
                                                "device");
-        PyObject *found = key ? scalar_tensor(AMPC_FLOAT32, dev, found_init)
-                              : NULL;
-        memset(bc, 0, (size_t)m * sizeof(ampc_amp_counts));
-        if (found == NULL ||
-            ampc_amp_unscale_tensors(batch, m, inv_scale,
-                                     (float *)AMPC_TENSOR(found)->data,
-                                     bc) < 0 ||
-            PyDict_SetItem(result, key, found) < 0) {
+        AmpcTensorObject *found =
+            key ? ampc_tensor_empty(0, NULL, AMPC_FLOAT32, dev) : NULL;
+        AmpcTensorObject *dc = NULL;
+        float inv = 1.0f;
+        int rc = found == NULL ? -1 : 0;
+        if (rc == 0 && cuda) {
+            rc = unscale_group_cuda(self, batch, m, how, found, record, &dc);
+        }
+        else if (rc == 0) {
+            memset(bc, 0, (size_t)m * sizeof(ampc_amp_counts));
+            rc = unscale_group_cpu(self, batch, m, how, found, bc, &inv);
+        }
+        Py_ssize_t src = dc != NULL ? PyList_GET_SIZE(pending) : -1;
+        if (rc < 0 ||
+            (dc != NULL && PyList_Append(pending, (PyObject *)dc) < 0) ||
+            PyDict_SetItem(result, key, (PyObject *)found) < 0) {
             Py_XDECREF(key);
             Py_XDECREF(found);
+            Py_XDECREF(dc);
             goto error;
         }
         Py_DECREF(key);
         Py_DECREF(found);
+        Py_XDECREF(dc);
         for (Py_ssize_t k = 0; k < m; k++) {
-            counts[where[k]] = bc[k];
+            Py_ssize_t j = where[k];
+            on_device[j] = src;
+            row[j] = k;
+            if (!cuda) {
+                counts[j] = bc[k];
+            }
+            /* on CUDA the multiplier is not known on the host: unscale_()
+             * multiplies, the check alone does not */
+            multiplied[j] = cuda ? how->mode != UNSCALE_CHECK : inv != 1.0f;
         }
     }
 
@@ -935,7 +1166,11 @@ unscale_grads(AmpcGradScalerObject *self, PyObject *optimizer,
         if (self->new_iteration) {
             /* this iteration's inf/NaN become the ones to compare with */
             PyObject *fresh = PyDict_New();
-            if (fresh == NULL) {
+            if (fresh == NULL ||
+                PyList_SetSlice(self->dev_counts, 0,
+                                PyList_GET_SIZE(self->dev_counts),
+                                NULL) < 0) {
+                Py_XDECREF(fresh);
                 goto error;
             }
             Py_SETREF(self->prev_nonfinite, self->cur_nonfinite);
@@ -946,8 +1181,10 @@ unscale_grads(AmpcGradScalerObject *self, PyObject *optimizer,
             self->stale_all = 1;
             self->new_iteration = 0;
         }
-        if (records_reserve(self, n) < 0 ||
-            track_nonfinite(self, items, counts, n) < 0) {
+        Py_ssize_t base = PyList_GET_SIZE(self->dev_counts);
+        if (PyList_SetSlice(self->dev_counts, base, base, pending) < 0 ||
+            records_reserve(self, n) < 0 ||
+            track_nonfinite(self, items, counts, on_device, n) < 0) {
             goto error;
         }
         int rank = self->opt_count++;
@@ -961,8 +1198,10 @@ unscale_grads(AmpcGradScalerObject *self, PyObject *optimizer,
             r->index = items[i].index;
             r->numel = ampc_numel(items[i].grad);
             r->c = counts[i];
+            r->dev_src = on_device[i] >= 0 ? base + on_device[i] : -1;
+            r->dev_row = row[i];
             all_bf16 &= items[i].grad->dtype == AMPC_BFLOAT16;
-            if (inv_scale != 1.0f) {
+            if (multiplied[i]) {
                 PyObject *ptr = PyLong_FromVoidPtr(items[i].grad->data);
                 if (ptr == NULL || PySet_Add(self->unscaled, ptr) < 0) {
                     Py_XDECREF(ptr);
@@ -987,21 +1226,17 @@ unscale_grads(AmpcGradScalerObject *self, PyObject *optimizer,
 error:
     Py_CLEAR(result);
 done:
+    Py_XDECREF(pending);
     PyMem_Free(counts);
     PyMem_Free(batch);
     PyMem_Free(where);
+    PyMem_Free(on_device);
+    PyMem_Free(row);
+    PyMem_Free(multiplied);
     PyMem_Free(done);
     PyMem_Free(bc);
     items_free(items, n);
     return result;
-}
-
-static float
-inv_of_scale(AmpcGradScalerObject *self)
-{
-    /* PyTorch: "FP32 division can be imprecise for certain compile options,
-     * so we carry out the reciprocal in FP64." */
-    return (float)(1.0 / (double)scale_value(self));
 }
 
 static PyObject *
@@ -1036,8 +1271,8 @@ scaler_unscale_(AmpcGradScalerObject *self, PyObject *optimizer)
         Py_DECREF(st);
         return NULL;
     }
-    PyObject *found = unscale_grads(self, optimizer, inv_of_scale(self),
-                                    0.0f, 0, 1);
+    unscale_how how = {UNSCALE_BY_SCALE, NULL, NULL};
+    PyObject *found = unscale_grads(self, optimizer, &how, 0, 1);
     if (found == NULL ||
         PyDict_SetItemString(st, "found_inf_per_device", found) < 0 ||
         set_stage(st, stage_unscaled) < 0) {
@@ -1058,7 +1293,8 @@ check_inf_per_device(AmpcGradScalerObject *self, PyObject *optimizer)
     if (check_scale_growth_tracker(self, "_check_inf_per_device") < 0) {
         return NULL;
     }
-    PyObject *found = unscale_grads(self, optimizer, 1.0f, 0.0f, 1, 1);
+    unscale_how how = {UNSCALE_CHECK, NULL, NULL};
+    PyObject *found = unscale_grads(self, optimizer, &how, 1, 1);
     if (found == NULL) {
         return NULL;
     }
@@ -1099,16 +1335,17 @@ scaler_unscale_grads_(AmpcGradScalerObject *self, PyObject *args)
                         "1-element float32 tensors");
         return NULL;
     }
-    return unscale_grads(self, optimizer, *(float *)AMPC_TENSOR(inv)->data,
-                         *(float *)AMPC_TENSOR(found)->data, allow_fp16, 0);
+    unscale_how how = {UNSCALE_BY_TENSOR, AMPC_TENSOR(inv),
+                       AMPC_TENSOR(found)};
+    return unscale_grads(self, optimizer, &how, allow_fp16, 0);
 }
 
 // ----------------------------------------------------------------------------
 // step
 
-/* The sum of a state's recorded found_inf values (a host read: ampc runs
- * on the CPU, so this costs nothing; a CUDA scaler would sync here once,
- * as PyTorch's _maybe_opt_step does). */
+/* The sum of a state's recorded found_inf values: a host read, free on
+ * the CPU; on CUDA it waits for the GPU, once per device: the one host sync
+ * of a step, as PyTorch's _maybe_opt_step (`v.item()` per device). */
 static int
 found_inf_sum(PyObject *found_per_device, double *sum)
 {
@@ -1121,7 +1358,22 @@ found_inf_sum(PyObject *found_per_device, double *sum)
                             "GradScaler: found_inf must be a tensor");
             return -1;
         }
-        *sum += *(const float *)AMPC_TENSOR(value)->data;
+        AmpcTensorObject *t = AMPC_TENSOR(value);
+        float v;
+        if (!ampc_is_cuda(t)) {
+            v = *(const float *)t->data;
+        }
+        else if (t->dtype != AMPC_FLOAT32 || ampc_numel(t) != 1) {
+            PyErr_SetString(PyExc_TypeError,
+                            "GradScaler: found_inf must be a 1-element "
+                            "float32 tensor");
+            return -1;
+        }
+        else if (ampc_read_to_host("GradScaler.step", t, &v, sizeof(v)) <
+                 0) {
+            return -1;
+        }
+        *sum += v;
     }
     return 0;
 }
@@ -1137,6 +1389,10 @@ check_zero_grads(AmpcGradScalerObject *self, PyObject *optimizer)
     int64_t numel = 0, zero = 0;
     for (Py_ssize_t i = 0; i < self->n_records; i++) {
         if (self->records[i].opt == (uintptr_t)optimizer) {
+            if (self->records[i].dev_src >= 0) {
+                /* counts still on the device: not worth a host wait */
+                return 0;
+            }
             numel += self->records[i].numel;
             zero += self->records[i].c.zero;
         }
@@ -1194,13 +1450,25 @@ step_amp_aware(AmpcGradScalerObject *self, PyObject *optimizer, PyObject *st,
             }
             Py_DECREF(f);
         }
-        /* found_inf: the sum over devices, started from int 0 */
-        PyObject *found = PyLong_FromLong(0);
+        /* found_inf: the sum over devices, started from int 0; on one
+         * CUDA device, that device's found_inf itself (the same value,
+         * with no element-wise launch) */
         PyObject *per_dev = PyDict_GetItemString(st, "found_inf_per_device");
+        PyObject *found = NULL;
         PyObject *key, *value;
         Py_ssize_t pos = 0;
-        while (found != NULL && PyDict_Next(per_dev, &pos, &key, &value)) {
-            Py_SETREF(found, PyNumber_Add(found, value));
+        if (per_dev != NULL && PyDict_Size(per_dev) == 1 &&
+            PyDict_Next(per_dev, &pos, &key, &value) &&
+            ampc_tensor_check(value) && ampc_is_cuda(AMPC_TENSOR(value))) {
+            found = Py_NewRef(value);
+        }
+        else {
+            found = PyLong_FromLong(0);
+            pos = 0;
+            while (found != NULL && per_dev != NULL &&
+                   PyDict_Next(per_dev, &pos, &key, &value)) {
+                Py_SETREF(found, PyNumber_Add(found, value));
+            }
         }
         if (found == NULL) {
             goto done;
@@ -1217,12 +1485,24 @@ step_amp_aware(AmpcGradScalerObject *self, PyObject *optimizer, PyObject *st,
         else {
             PyObject *prev = PyObject_GetAttrString(optimizer, "grad_scale");
             if (prev == NULL &&
-                PyErr_ExceptionMatches(PyExc_AttributeError)) {
+                PyErr_ExceptionMatches(PyExc_AttributeError) &&
+                ampc_is_cuda(AMPC_TENSOR(self->scale))) {
+                /* scale * 1 is the scale: hand the optimizer the device
+                 * scale itself (no launch, and a stable address for a
+                 * captured graph) */
                 PyErr_Clear();
-                prev = PyLong_FromLong(1);
+                grad_scale = Py_NewRef(self->scale);
             }
-            grad_scale = prev ? PyNumber_Multiply(self->scale, prev) : NULL;
-            Py_XDECREF(prev);
+            else {
+                if (prev == NULL &&
+                    PyErr_ExceptionMatches(PyExc_AttributeError)) {
+                    PyErr_Clear();
+                    prev = PyLong_FromLong(1);
+                }
+                grad_scale = prev ? PyNumber_Multiply(self->scale, prev)
+                                  : NULL;
+                Py_XDECREF(prev);
+            }
         }
         int rc = grad_scale == NULL ? -1
                  : PyObject_SetAttrString(optimizer, "grad_scale",
@@ -1240,6 +1520,12 @@ step_amp_aware(AmpcGradScalerObject *self, PyObject *optimizer, PyObject *st,
         goto done;
     }
     self->steps++;
+    if (ampc_is_cuda(AMPC_TENSOR(self->scale))) {
+        /* the optimizer skipped on the device, or not: update() counts
+         * the skips there (AMPC_AMP_STAT_FUSED_SKIPPED) */
+        self->fused_steps++;
+        self->last_fused = 1;
+    }
     if (set_stage(st, stage_stepped) < 0 ||
         (!has_kw &&
          (PyObject_DelAttrString(optimizer, "grad_scale") < 0 ||
@@ -1374,6 +1660,11 @@ scaler_step(AmpcGradScalerObject *self, PyObject *args, PyObject *kwargs)
     if (found_inf_sum(per_dev, &found) < 0) {
         goto done;
     }
+    /* update() can then note this iteration's outcome without reading the
+     * device again */
+    self->host_found_states++;
+    self->host_found_sum += found;
+    self->last_fused = 0;
     if (found == 0.0) {
         PyObject *step = PyObject_GetAttrString(optimizer, "step");
         if (step == NULL) {
@@ -1406,6 +1697,59 @@ done:
 // ----------------------------------------------------------------------------
 // update
 
+/* Brings the records' CUDA counts to the host: one read per device counts
+ * tensor (a host wait; only stats() and the skip diagnosis ask). */
+static int
+resolve_device_counts(AmpcGradScalerObject *self)
+{
+    Py_ssize_t nsrc = PyList_GET_SIZE(self->dev_counts);
+    for (Py_ssize_t k = 0; k < nsrc; k++) {
+        PyObject *item = PyList_GET_ITEM(self->dev_counts, k);
+        if (item == Py_None) {
+            continue;
+        }
+        AmpcTensorObject *t = AMPC_TENSOR(item);
+        int64_t rows = t->shape[0];
+        ampc_amp_counts *host = PyMem_Calloc(rows > 0 ? (size_t)rows : 1,
+                                             sizeof(ampc_amp_counts));
+        if (host == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        if (ampc_read_to_host("GradScaler.stats", t, host,
+                              (size_t)rows * sizeof(ampc_amp_counts)) < 0) {
+            PyMem_Free(host);
+            return -1;
+        }
+        for (Py_ssize_t i = 0; i < self->n_records; i++) {
+            scaler_record *r = &self->records[i];
+            if (r->dev_src == k && r->dev_row < rows) {
+                r->c = host[r->dev_row];
+                r->dev_src = -1;
+            }
+        }
+        PyMem_Free(host);
+        if (PyList_SetItem(self->dev_counts, k, Py_NewRef(Py_None)) < 0) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* The device skip statistics (AMPC_AMP_STAT_*; zeros before the first
+ * CUDA update()): a host wait. */
+static int
+read_dev_stats(AmpcGradScalerObject *self, int64_t *out)
+{
+    memset(out, 0, AMPC_AMP_NUM_STATS * sizeof(int64_t));
+    if (self->dev_stats == NULL) {
+        return 0;
+    }
+    return ampc_read_to_host("GradScaler.stats",
+                             AMPC_TENSOR(self->dev_stats), out,
+                             AMPC_AMP_NUM_STATS * sizeof(int64_t));
+}
+
 /* Parameter labels for messages: the watched model's names, else
  * "param_group[g][i]" (prefixed by the optimizer when several). */
 static PyObject *param_names(PyObject *model);
@@ -1418,6 +1762,9 @@ static int
 diagnose_skips(AmpcGradScalerObject *self)
 {
     char which[256] = "some parameters";
+    if (resolve_device_counts(self) < 0) {
+        return -1;
+    }
     PyObject *names = self->watched ? param_names(self->watched) : NULL;
     if (self->watched != NULL && names == NULL) {
         PyErr_Clear();
@@ -1444,7 +1791,10 @@ diagnose_skips(AmpcGradScalerObject *self)
     }
     Py_XDECREF(names);
 
-    float scale = scale_value(self);
+    float scale;
+    if (read_scale(self, &scale) < 0) {
+        return -1;
+    }
     char cause[640];
     if (self->loss_streak > 0) {
         snprintf(cause, sizeof(cause),
@@ -1512,6 +1862,9 @@ note_update(AmpcGradScalerObject *self, float found)
     return 0;
 }
 
+static int update_from(AmpcGradScalerObject *self, PyObject *founds,
+                       Py_ssize_t n_states);
+
 static PyObject *
 scaler_update(AmpcGradScalerObject *self, PyObject *args, PyObject *kwds)
 {
@@ -1530,7 +1883,9 @@ scaler_update(AmpcGradScalerObject *self, PyObject *args, PyObject *kwds)
     AmpcTensorObject *scale = AMPC_TENSOR(self->scale);
     if (new_scale != Py_None) {
         if (PyFloat_Check(new_scale)) {
-            *(float *)scale->data = (float)PyFloat_AS_DOUBLE(new_scale);
+            if (write_scalar(scale, PyFloat_AS_DOUBLE(new_scale), 0) < 0) {
+                return NULL;
+            }
         }
         else {
             static const char *reason =
@@ -1560,8 +1915,21 @@ scaler_update(AmpcGradScalerObject *self, PyObject *args, PyObject *kwds)
                 PyErr_SetString(PyExc_AssertionError, reason);
                 return NULL;
             }
-            *(float *)scale->data =
-                (float)ampc_scalar_as_double(src->dtype, src->data);
+            if (ampc_is_cuda(src) || ampc_is_cuda(scale)) {
+                /* a device copy (with its cast): a 0-d view, so that any
+                 * 1-element shape copies into the 0-d scale */
+                AmpcTensorObject *v = ampc_tensor_view(src, 0, NULL, NULL,
+                                                       src->data);
+                int bad = v == NULL || ampc_copy_into(scale, v) < 0;
+                Py_XDECREF(v);
+                if (bad) {
+                    return NULL;
+                }
+            }
+            else {
+                *(float *)scale->data =
+                    (float)ampc_scalar_as_double(src->dtype, src->data);
+            }
         }
         scale->storage->version++;
     }
@@ -1572,33 +1940,35 @@ scaler_update(AmpcGradScalerObject *self, PyObject *args, PyObject *kwds)
         if (states == NULL) {
             return NULL;
         }
-        AmpcTensorObject *first = NULL;
-        float combined = 0.0f;
-        for (Py_ssize_t i = 0; i < PyList_GET_SIZE(states); i++) {
+        PyObject *founds = PyList_New(0);
+        Py_ssize_t n_states = 0;    /* optimizers with a found_inf */
+        for (Py_ssize_t i = 0;
+             founds != NULL && i < PyList_GET_SIZE(states); i++) {
             PyObject *per_dev = PyDict_GetItemString(
                 PyList_GET_ITEM(states, i), "found_inf_per_device");
             PyObject *key, *value;
             Py_ssize_t pos = 0;
+            n_states += per_dev != NULL && PyDict_Size(per_dev) > 0;
             while (per_dev && PyDict_Next(per_dev, &pos, &key, &value)) {
                 if (!ampc_tensor_check(value)) {
-                    Py_DECREF(states);
                     PyErr_SetString(PyExc_TypeError,
                                     "GradScaler.update(): found_inf must be "
                                     "a tensor");
-                    return NULL;
+                    Py_CLEAR(founds);
+                    break;
                 }
-                float v = *(const float *)AMPC_TENSOR(value)->data;
-                if (first == NULL) {
-                    first = AMPC_TENSOR(value);
-                    combined = v;
-                }
-                else {
-                    combined += v;
+                if (PyList_Append(founds, value) < 0) {
+                    Py_CLEAR(founds);
+                    break;
                 }
             }
         }
         Py_DECREF(states);
-        if (first == NULL) {
+        if (founds == NULL) {
+            return NULL;
+        }
+        if (PyList_GET_SIZE(founds) == 0) {
+            Py_DECREF(founds);
             PyErr_SetString(PyExc_AssertionError,
                             "No inf checks were recorded prior to update. "
                             "(ampc: call scaler.step(optimizer), or "
@@ -1606,32 +1976,9 @@ scaler_update(AmpcGradScalerObject *self, PyObject *args, PyObject *kwds)
                             "before scaler.update(), once per iteration)");
             return NULL;
         }
-        *(float *)first->data = combined;
-        double growth = PyFloat_AsDouble(self->growth_factor);
-        double backoff = growth == -1.0 && PyErr_Occurred()
-                             ? -1.0
-                             : PyFloat_AsDouble(self->backoff_factor);
-        if (PyErr_Occurred()) {
-            return NULL;
-        }
-        if (!PyLong_Check(self->growth_interval)) {
-            PyErr_Format(PyExc_TypeError,
-                         "_amp_update_scale_(): argument 'growth_interval' "
-                         "(position 6) must be int, not %.100s",
-                         Py_TYPE(self->growth_interval)->tp_name);
-            return NULL;
-        }
-        long long interval = PyLong_AsLongLong(self->growth_interval);
-        if (interval == -1 && PyErr_Occurred()) {
-            return NULL;
-        }
-        AmpcTensorObject *tracker = AMPC_TENSOR(self->growth_tracker);
-        ampc_cpu.amp_update_scale((float *)scale->data,
-                                  (int64_t *)tracker->data, &combined,
-                                  growth, backoff, (int64_t)interval);
-        scale->storage->version++;
-        tracker->storage->version++;
-        if (note_update(self, combined) < 0) {
+        int rc = update_from(self, founds, n_states);
+        Py_DECREF(founds);
+        if (rc < 0) {
             return NULL;
         }
     }
@@ -1639,6 +1986,164 @@ scaler_update(AmpcGradScalerObject *self, PyObject *args, PyObject *kwds)
         return NULL;
     }
     Py_RETURN_NONE;
+}
+
+/* The CUDA update: every found_inf moved to the scale's device (those
+ * already there are used in place, as PyTorch's .to() returns them), summed
+ * into the first and the scale updated by one device thread, which also
+ * keeps the skip statistics (dev_stats).  Nothing is read back. */
+static int
+update_cuda(AmpcGradScalerObject *self, PyObject *founds, double growth,
+            double backoff, int64_t interval)
+{
+    static const char *fn = "GradScaler.update";
+    AmpcTensorObject *scale = AMPC_TENSOR(self->scale);
+    AmpcTensorObject *tracker = AMPC_TENSOR(self->growth_tracker);
+    Py_ssize_t n = PyList_GET_SIZE(founds);
+    PyObject *moved = PyList_New(n);
+    float **ptrs = PyMem_Calloc((size_t)n, sizeof(float *));
+    int rc = -1;
+    if (moved == NULL || ptrs == NULL) {
+        if (moved != NULL) {
+            PyErr_NoMemory();
+        }
+        goto done;
+    }
+    if (tracker->device.type != scale->device.type ||
+        tracker->device.index != scale->device.index) {
+        PyErr_Format(PyExc_RuntimeError,
+                     "%s(): the growth tracker and the scale must be on the "
+                     "same device",
+                     fn);
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        AmpcTensorObject *f = AMPC_TENSOR(PyList_GET_ITEM(founds, i));
+        if (f->dtype != AMPC_FLOAT32 || ampc_numel(f) != 1) {
+            PyErr_Format(PyExc_RuntimeError,
+                         "%s(): found_inf must be a 1-element float32 "
+                         "tensor",
+                         fn);
+            goto done;
+        }
+        AmpcTensorObject *m = tensor_on(f, scale->device);
+        if (m == NULL) {
+            goto done;
+        }
+        PyList_SET_ITEM(moved, i, (PyObject *)m);
+        ptrs[i] = (float *)m->data;
+    }
+    if (ampc_cuda_enter(fn, scale->device) < 0) {
+        goto done;
+    }
+    if (self->dev_stats != NULL &&
+        (AMPC_TENSOR(self->dev_stats)->device.index != scale->device.index)) {
+        Py_CLEAR(self->dev_stats);      /* the scale moved: start over */
+    }
+    if (self->dev_stats == NULL) {
+        int64_t shape[1] = {AMPC_AMP_NUM_STATS};
+        int64_t zeros[AMPC_AMP_NUM_STATS] = {0};
+        AmpcTensorObject *st = ampc_tensor_empty(1, shape, AMPC_INT64,
+                                                 scale->device);
+        if (st == NULL) {
+            goto done;
+        }
+        int code = ampc_cuda.memcpy(st->data, zeros, sizeof(zeros),
+                                    AMPC_COPY_H2D);
+        if (code != 0) {
+            Py_DECREF(st);
+            ampc_cuda_raise(fn, code);
+            goto done;
+        }
+        self->dev_stats = (PyObject *)st;
+    }
+    int code = ampc_cuda.amp_update_scale(
+        (float *)scale->data, (int64_t *)tracker->data, ptrs, (int)n, growth,
+        backoff, interval, (int64_t *)AMPC_TENSOR(self->dev_stats)->data,
+        self->fused_steps);
+    if (code != 0) {
+        ampc_cuda_raise(fn, code);
+        goto done;
+    }
+    AMPC_TENSOR(PyList_GET_ITEM(moved, 0))->storage->version++;
+    rc = 0;
+done:
+    Py_XDECREF(moved);
+    PyMem_Free(ptrs);
+    return rc;
+}
+
+/* update() without new_scale: founds (a list of at least one tensor) from
+ * n_states optimizers, summed into the first as PyTorch does, then
+ * _amp_update_scale_ and the skip telemetry. */
+static int
+update_from(AmpcGradScalerObject *self, PyObject *founds,
+            Py_ssize_t n_states)
+{
+    AmpcTensorObject *scale = AMPC_TENSOR(self->scale);
+    double growth = PyFloat_AsDouble(self->growth_factor);
+    double backoff = growth == -1.0 && PyErr_Occurred()
+                         ? -1.0
+                         : PyFloat_AsDouble(self->backoff_factor);
+    if (PyErr_Occurred()) {
+        return -1;
+    }
+    if (!PyLong_Check(self->growth_interval)) {
+        PyErr_Format(PyExc_TypeError,
+                     "_amp_update_scale_(): argument 'growth_interval' "
+                     "(position 6) must be int, not %.100s",
+                     Py_TYPE(self->growth_interval)->tp_name);
+        return -1;
+    }
+    long long interval = PyLong_AsLongLong(self->growth_interval);
+    if (interval == -1 && PyErr_Occurred()) {
+        return -1;
+    }
+    AmpcTensorObject *tracker = AMPC_TENSOR(self->growth_tracker);
+    if (ampc_is_cuda(scale)) {
+        if (update_cuda(self, founds, growth, backoff,
+                        (int64_t)interval) < 0) {
+            return -1;
+        }
+        scale->storage->version++;
+        tracker->storage->version++;
+        /* the outcome is known on the host only when step() read every
+         * optimizer's found_inf; else it stays in dev_stats */
+        if (self->host_found_states == n_states &&
+            note_update(self, (float)self->host_found_sum) < 0) {
+            return -1;
+        }
+        return 0;
+    }
+    /* each moved to the scale's device first (PyTorch's .to(), which
+     * returns the tensor itself when it is there already) */
+    AmpcTensorObject *first = NULL;
+    float combined = 0.0f;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(founds); i++) {
+        AmpcTensorObject *f = tensor_on(
+            AMPC_TENSOR(PyList_GET_ITEM(founds, i)), scale->device);
+        if (f == NULL) {
+            Py_XDECREF(first);
+            return -1;
+        }
+        float v = *(const float *)f->data;
+        if (i == 0) {
+            first = f;
+            combined = v;
+        }
+        else {
+            combined += v;
+            Py_DECREF(f);
+        }
+    }
+    *(float *)first->data = combined;
+    Py_DECREF(first);
+    ampc_cpu.amp_update_scale((float *)scale->data,
+                              (int64_t *)tracker->data, &combined,
+                              growth, backoff, (int64_t)interval);
+    scale->storage->version++;
+    tracker->storage->version++;
+    return note_update(self, combined);
 }
 
 // ----------------------------------------------------------------------------
@@ -1662,7 +2167,11 @@ get_scale(AmpcGradScalerObject *self)
     if (self->scale == Py_None) {
         return Py_XNewRef(field_get(self, self->init_scale, "_init_scale"));
     }
-    return PyFloat_FromDouble(scale_value(self));
+    float v;
+    if (read_scale(self, &v) < 0) {
+        return NULL;
+    }
+    return PyFloat_FromDouble(v);
 }
 
 static PyObject *
@@ -1678,8 +2187,16 @@ get_growth_tracker(AmpcGradScalerObject *self)
         return Py_XNewRef(field_get(self, self->init_growth_tracker,
                                     "_init_growth_tracker"));
     }
-    return PyLong_FromLongLong(
-        *(const int64_t *)AMPC_TENSOR(self->growth_tracker)->data);
+    AmpcTensorObject *t = AMPC_TENSOR(self->growth_tracker);
+    int64_t v;
+    if (!ampc_is_cuda(t)) {
+        v = *(const int64_t *)t->data;
+    }
+    else if (ampc_read_to_host("GradScaler._get_growth_tracker", t, &v,
+                               sizeof(v)) < 0) {
+        return NULL;
+    }
+    return PyLong_FromLongLong(v);
 }
 
 static PyObject *
@@ -1821,14 +2338,18 @@ fill_scalar(PyObject *tensor, PyObject *value)
         if (as_i64(value, &v) < 0) {
             return -1;
         }
-        *(int64_t *)t->data = v;
+        if (write_scalar(t, 0.0, v) < 0) {
+            return -1;
+        }
     }
     else {
         double v = PyFloat_AsDouble(value);
         if (v == -1.0 && PyErr_Occurred()) {
             return -1;
         }
-        *(float *)t->data = (float)v;
+        if (write_scalar(t, v, 0) < 0) {
+            return -1;
+        }
     }
     t->storage->version++;
     return 0;
@@ -1910,10 +2431,16 @@ scaler_getstate(AmpcGradScalerObject *self, PyObject *unused)
             goto error;
         }
     }
+    /* the fused CUDA steps' skips, counted on the device, go in too */
+    int64_t dev_stats[AMPC_AMP_NUM_STATS];
+    if (read_dev_stats(self, dev_stats) < 0) {
+        goto error;
+    }
     PyObject *stats = Py_BuildValue(
         "{sLsLsL}", "steps", (long long)self->steps, "skipped_steps",
-        (long long)self->skipped_steps, "warn_after_skips",
-        (long long)self->warn_after_skips);
+        (long long)(self->skipped_steps +
+                    dev_stats[AMPC_AMP_STAT_FUSED_SKIPPED]),
+        "warn_after_skips", (long long)self->warn_after_skips);
     if (stats == NULL ||
         PyDict_SetItemString(state, "_ampc_stats", stats) < 0) {
         Py_XDECREF(stats);
@@ -2109,6 +2636,11 @@ scaler_stats(AmpcGradScalerObject *self, PyObject *args, PyObject *kwds)
     if (model == Py_None) {
         model = self->watched;
     }
+    int64_t dev_stats[AMPC_AMP_NUM_STATS];
+    if (resolve_device_counts(self) < 0 ||
+        read_dev_stats(self, dev_stats) < 0) {
+        return NULL;
+    }
     PyObject *names = model ? param_names(model) : NULL;
     if (model != NULL && names == NULL) {
         return NULL;
@@ -2148,10 +2680,14 @@ scaler_stats(AmpcGradScalerObject *self, PyObject *args, PyObject *kwds)
         Py_XDECREF(scale);
         goto done;
     }
+    /* fused CUDA steps skip on the device, which counted them */
+    int last = self->last_fused ? dev_stats[AMPC_AMP_STAT_LAST_SKIPPED] != 0
+                                : self->last_skipped;
     result = Py_BuildValue(
         "{sLsLsOsNsNsOsO}", "steps", (long long)self->steps, "skipped_steps",
-        (long long)self->skipped_steps, "last_step_skipped",
-        self->last_skipped ? Py_True : Py_False, "scale", scale,
+        (long long)(self->skipped_steps +
+                    dev_stats[AMPC_AMP_STAT_FUSED_SKIPPED]),
+        "last_step_skipped", last ? Py_True : Py_False, "scale", scale,
         "growth_tracker", tracker, "overflow", overflow, "underflow",
         underflow);
 done:

@@ -13,6 +13,7 @@
 #endif /* _OPENMP */
 
 #include "amp_math.h"
+#include "amp_reduce.h"
 #include "cpu/cpu.h"
 
 /* Fewer elements than this: one thread (a parallel region costs a few
@@ -34,10 +35,8 @@ static inline void
 count_one(ampc_amp_counts *c, uint32_t in_abs, uint32_t out_abs,
           uint32_t inf, uint32_t min_normal)
 {
-    c->inf += in_abs == inf;
-    c->nan += in_abs > inf;
-    c->zero += out_abs == 0;
-    c->subnormal += out_abs != 0 && out_abs < min_normal;
+    /* amp_reduce.h's rule, which the CUDA kernel runs too */
+    ampc_amp_count_one(c, in_abs, out_abs, inf, min_normal);
 }
 
 // ----------------------------------------------------------------------------
