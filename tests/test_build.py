@@ -73,11 +73,13 @@ def test_cpu_only_build(tmp_path):
 
     probe = ("import ampc, ampc.cuda, ampc._build_config as c; "
              "print(ampc.__file__, ampc._C.cuda_is_built(), c.CUDA, "
-             "ampc.cuda.is_available())")
+             "ampc.cuda.is_available(), "
+             "any(ampc._C.cuda_slots().values()))")
     run = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path,
                          env=dict(env, PYTHONPATH=str(lib)),
                          capture_output=True, text=True)
     assert run.returncode == 0, run.stderr
-    path, built, config, available = run.stdout.split()
+    path, built, config, available, any_slot = run.stdout.split()
     assert path.startswith(str(lib))    # the copy, not the installed ampc
     assert (built, config, available) == ("False", "False", "False")
+    assert any_slot == "False"          # the CUDA table stays empty

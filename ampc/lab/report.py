@@ -120,7 +120,10 @@ def format_table(results, epochs):
     rows.append(("Images per second",
                  [_DASH if r.images_per_s is None
                   else f"{r.images_per_s:,.0f}" for r in results]))
-    rows.append(("Peak tensor memory",
+    mem_label = "Peak GPU memory" if any(
+        getattr(r, "device", "cpu").startswith("cuda") for r in results) \
+        else "Peak tensor memory"
+    rows.append((mem_label,
                  [with_change(format_bytes(r.peak_memory_bytes), r,
                               "memory", "less", "more") for r in results]))
     rss_label = "Peak RSS (process)"
@@ -215,6 +218,7 @@ def _run_dict(r, baseline):
         "cpu_time_s": r.cpu_time_s,
         "s_per_epoch": r.s_per_epoch,
         "images_per_s": r.images_per_s,
+        "device": r.device,
         "peak_memory_bytes": r.peak_memory_bytes,
         "peak_rss_bytes": r.peak_rss_bytes,
         "peak_rss_since_process_start": r.rss_since_start,

@@ -1,8 +1,15 @@
 """Training and measuring the lab's runs: the SimpleCNN trained in FP32, in
 AMP float16 (autocast + GradScaler) and in AMP bfloat16 (autocast alone),
 each from the same initial weights and batch order, timed per epoch, with
-ampc's peak tensor memory, the process's peak RSS, the loss per step, the
-loss scale per step, and the test accuracy.
+ampc's peak tensor memory (on the GPU for --device cuda), the process's
+peak RSS, the loss per step, the loss scale per step, and the test
+accuracy.
+
+On a GPU, batches come from pinned memory and are copied with
+non_blocking=True, the losses and scales of the steps stay on the device
+and are read in one copy every few dozen steps (a read waits for the GPU,
+so reading every step would stall the queue of work), and each epoch's
+time is taken after ampc.cuda.synchronize().
 
 >>> from ampc.lab.data import load_data
 >>> from ampc.lab.runner import Lab, LabConfig
@@ -18,7 +25,8 @@ import sys
 import time
 from dataclasses import dataclass, field
 
-from .. import _C, autocast, bfloat16, float16, manual_seed, no_grad
+from .. import _C, autocast, bfloat16, cuda, empty, float16, float32
+from .. import manual_seed, no_grad, zeros
 from .. import max_memory_allocated, reset_peak_memory_stats
 from .. import device as _device
 from .. import nn, optim
@@ -29,6 +37,11 @@ from .progress import EpochProgress
 
 __all__ = ["Precision", "PRECISIONS", "parse_precisions", "LabConfig",
            "EpochStats", "RunResult", "Lab"]
+
+# On a GPU, the steps whose loss (and scale) are read from the device in
+# one copy: few enough reads to keep the GPU's queue full, often enough
+# for a live progress bar.
+GPU_READ_EVERY = 32
 
 
 # ----------------------------------------------------------------------------
@@ -166,6 +179,7 @@ class RunResult:
     final_scale: float = None
     status: str = "running"
     stage: str = "training"
+    device: str = "cpu"
 
     @property
     def finished(self):
@@ -271,17 +285,29 @@ class Lab:
         # makes the next training steps pay copy-on-write page faults on
         # all of this process's memory (~0.8 s per fork for the lab's
         # model on 2 cores), which would be timed as training.
+        # On a GPU, batches in pinned (page-locked) memory make the copy
+        # to the device a queued DMA (non_blocking=True in the loops).
         return DataLoader(dataset, batch_size=cfg.batch_size,
                           shuffle=shuffle, num_workers=cfg.workers,
                           persistent_workers=cfg.workers > 0,
-                          generator=gen)
+                          generator=gen, pin_memory=self._on_gpu)
+
+    @property
+    def _on_gpu(self):
+        return self.device.type == "cuda"
+
+    def _synchronize(self):
+        """Wait for the GPU's queued work (nothing on the CPU), so that a
+        clock read afterwards times work done, not work queued."""
+        if self._on_gpu:
+            cuda.synchronize(str(self.device))
 
     def run_one(self, precision):
         """Train a fresh SimpleCNN with ``precision`` and test it."""
         cfg = self.config
         result = RunResult(precision.name, precision.label,
                            precision.describe(), cfg.epochs,
-                           scaler=precision.scaler)
+                           scaler=precision.scaler, device=str(self.device))
         self.results.append(result)
         scaler = None
         try:
@@ -291,8 +317,12 @@ class Lab:
             # which would otherwise stay resident (RSS) and make this
             # run's first steps cheaper than the previous run's.
             gc.collect()
+            self._synchronize()
             _C.empty_cache()
-            reset_peak_memory_stats(str(self.device))
+            if self._on_gpu:
+                cuda.reset_peak_memory_stats(str(self.device))
+            else:
+                reset_peak_memory_stats(str(self.device))
             result.rss_since_start = not _reset_peak_rss()
             # Every run starts from the same weights and sees the same
             # batches.
@@ -322,7 +352,11 @@ class Lab:
         return result
 
     def _record_peaks(self, result):
-        result.peak_memory_bytes = max_memory_allocated(str(self.device))
+        if self._on_gpu:
+            result.peak_memory_bytes = cuda.max_memory_allocated(
+                str(self.device))
+        else:
+            result.peak_memory_bytes = max_memory_allocated(str(self.device))
         result.peak_rss_bytes = _peak_rss()
 
     def _train_epoch(self, result, epoch, model, optimizer, scaler,
@@ -331,6 +365,7 @@ class Lab:
         autocast and the scaler where ``precision`` asks for them."""
         criterion = nn.CrossEntropyLoss()
         dev = self.device
+        on_gpu = self._on_gpu
         bar = EpochProgress(len(loader),
                             f"{precision.label} epoch {epoch}/"
                             f"{self.config.epochs}",
@@ -338,13 +373,53 @@ class Lab:
         skipped_before = scaler.stats()["skipped_steps"] if scaler else 0
         time_before = result.train_time_s
         cpu_before = result.cpu_time_s
-        batches, images, loss_sum = 0, 0, 0.0
+        tally = {"batches": 0, "images": 0, "loss_sum": 0.0}
+        # GPU only: the device buffers the losses (and scales) of the steps
+        # not read yet are copied into, and the batch sizes of those steps.
+        if on_gpu:
+            loss_buf = zeros(GPU_READ_EVERY, dtype=float32, device=dev)
+            scale_buf = empty(GPU_READ_EVERY, dtype=float32, device=dev) \
+                if scaler is not None else None
+        pending = []
+
+        def record(values, scales, sizes):
+            # Book steps whose loss values reached the host.
+            for k, (value, n) in enumerate(zip(values, sizes)):
+                tally["batches"] += 1
+                tally["images"] += n
+                tally["loss_sum"] += value
+                result.loss_curve.append(value)
+                if scales is not None:
+                    result.scale_curve.append(scales[k])
+                result.steps += 1
+                result.images += n
+                elapsed = time.perf_counter() - start
+                result.train_time_s = time_before + elapsed
+                result.cpu_time_s = cpu_before + _cpu_time() - cpu_start
+                bar.update(loss=tally["loss_sum"] / tally["batches"],
+                           images_per_s=tally["images"] / elapsed)
+
+        def read_pending():
+            # One device-to-host copy for all pending steps (it waits for
+            # the GPU to finish them).
+            if not pending:
+                return
+            n = len(pending)
+            values = loss_buf[:n].tolist()
+            scales = scale_buf[:n].tolist() if scale_buf is not None \
+                else None
+            sizes = list(pending)
+            pending.clear()
+            record(values, scales, sizes)
+
         model.train()
+        self._synchronize()
         start = time.perf_counter()
         cpu_start = _cpu_time()
         try:
             for inputs, labels in loader:
-                inputs, labels = inputs.to(dev), labels.to(dev)
+                inputs = inputs.to(dev, non_blocking=on_gpu)
+                labels = labels.to(dev, non_blocking=on_gpu)
                 optimizer.zero_grad()
                 if precision.autocast_dtype is None:
                     outputs = model(inputs)
@@ -359,53 +434,77 @@ class Lab:
                         scaler.scale(loss).backward()
                         scaler.step(optimizer)
                         scaler.update()
-                        result.scale_curve.append(scaler.get_scale())
                     else:
                         loss.backward()
                         optimizer.step()
-                value = loss.item()
                 n = labels.shape[0]
-                batches += 1
-                images += n
-                loss_sum += value
-                result.loss_curve.append(value)
-                result.steps += 1
-                result.images += n
-                elapsed = time.perf_counter() - start
-                result.train_time_s = time_before + elapsed
-                result.cpu_time_s = cpu_before + _cpu_time() - cpu_start
-                bar.update(loss=loss_sum / batches,
-                           images_per_s=images / elapsed)
+                if on_gpu:
+                    slot = len(pending)
+                    loss_buf[slot].copy_(loss.detach())
+                    if scale_buf is not None:
+                        # update() rewrites the scale tensor in place: copy
+                        # the value this step ended with.
+                        scale_buf[slot].copy_(scaler._get_scale_async())
+                    pending.append(n)
+                    if len(pending) == GPU_READ_EVERY:
+                        read_pending()
+                else:
+                    record([loss.item()],
+                           [scaler.get_scale()] if scaler else None, [n])
+            read_pending()
         finally:
+            if pending:
+                # Interrupted: book the steps the GPU has done, unless the
+                # GPU itself failed (the exception in flight says so).
+                try:
+                    read_pending()
+                except RuntimeError:
+                    pending.clear()
             bar.close()
-        if batches == 0:
+        if tally["batches"] == 0:
             return
+        # The last read waited for the GPU: the clock has the whole epoch.
+        result.train_time_s = time_before + time.perf_counter() - start
         result.epochs.append(EpochStats(
-            epoch, batches, images, result.train_time_s - time_before,
-            loss_sum / batches,
+            epoch, tally["batches"], tally["images"],
+            result.train_time_s - time_before,
+            tally["loss_sum"] / tally["batches"],
             (scaler.stats()["skipped_steps"] - skipped_before)
             if scaler else 0,
             scaler.get_scale() if scaler else None))
 
     def _test(self, result, model, precision):
         """Accuracy and mean loss on the test set, under the run's
-        autocast (as the model would be used)."""
+        autocast (as the model would be used).  On a GPU the sums stay on
+        the device until the end (one read, not two per batch)."""
         if len(self.data.test) == 0:
             return
         criterion = nn.CrossEntropyLoss(reduction="sum")
         dev = self.device
+        on_gpu = self._on_gpu
         correct, total, loss_sum = 0, 0, 0.0
         model.eval()
         with no_grad():
             for inputs, labels in self._loader(self.data.test, False):
-                inputs, labels = inputs.to(dev), labels.to(dev)
+                inputs = inputs.to(dev, non_blocking=on_gpu)
+                labels = labels.to(dev, non_blocking=on_gpu)
                 with autocast(dev.type, dtype=precision.autocast_dtype,
                               enabled=precision.autocast_dtype is not None):
                     outputs = model(inputs)
-                    loss_sum += criterion(outputs, labels).item()
-                correct += (outputs.argmax(1) == labels).sum().item()
+                    loss = criterion(outputs, labels)
+                hits = (outputs.argmax(1) == labels).sum()
+                if on_gpu:
+                    # Device tensors: float32 and int64 running sums.
+                    loss_sum = loss.float() + loss_sum
+                    correct = hits + correct
+                else:
+                    loss_sum += loss.item()
+                    correct += hits.item()
                 total += labels.shape[0]
         model.train()
+        if on_gpu:
+            loss_sum = float(loss_sum.item())
+            correct = int(correct.item())
         result.test_images = total
         result.test_accuracy = correct / total
         result.test_loss = loss_sum / total
