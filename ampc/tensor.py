@@ -152,9 +152,9 @@ def _c_array(a):
     return a if a.flags.c_contiguous else np.array(a, order="C")
 
 
-def _raw_to_device(t, dev):
+def _raw_to_device(t, dev, non_blocking=False):
     out = _C.empty(tuple(t.shape), t.dtype, dev)
-    return _C.copy_(out, t)
+    return _C.copy_(out, t, non_blocking)
 
 
 def _host_array(t):
@@ -544,10 +544,10 @@ class Tensor(_TB):
         >>> ampc.ones(2).to(ampc.float16).dtype
         ampc.float16
         """
-        dev, dtype, copy = _parse_to(args, kwargs)
-        return self._to(dev, dtype, copy)
+        dev, dtype, copy, non_blocking = _parse_to(args, kwargs)
+        return self._to(dev, dtype, copy, non_blocking)
 
-    def _to(self, dev, dtype, copy=False):
+    def _to(self, dev, dtype, copy=False, non_blocking=False):
         here = _dev_str(self)
         if dev == "cuda":
             # 'cuda' is the current GPU, as in PyTorch
@@ -563,7 +563,7 @@ class Tensor(_TB):
             if grad:
                 t = _ag.ToDevice.apply(t, dev, t.dtype)
             else:
-                t = _raw_to_device(t, dev)
+                t = _raw_to_device(t, dev, non_blocking)
         if not same_dtype:
             if grad:
                 t = _ag.Cast.apply(t, dtype)
@@ -582,8 +582,9 @@ class Tensor(_TB):
 
     def cuda(self, device=None, non_blocking=False):
         """This tensor on a GPU (the current one by default; self when it
-        already is there).  ``non_blocking`` is accepted: a copy from
-        pinned memory (pin_memory()) is always queued without waiting.
+        already is there).  With ``non_blocking=True`` a copy from pinned
+        memory (pin_memory()) is queued and this returns at once; otherwise
+        the copy has finished when it returns, as in PyTorch.
 
         >>> import ampc
         >>> if ampc.cuda.is_available():
@@ -597,7 +598,7 @@ class Tensor(_TB):
                 raise RuntimeError(
                     f"cuda(): invalid device, must be a cuda device, got "
                     f"{dev}")
-        return self._to(dev, None)
+        return self._to(dev, None, non_blocking=non_blocking)
 
     def pin_memory(self):
         """A copy of this CPU tensor in pinned (page-locked) host memory, so
@@ -1146,7 +1147,7 @@ class Tensor(_TB):
                 f"{type(src).__name__}")
         if _mode.enabled and (self.requires_grad or src.requires_grad):
             return _inplace(self, _ag.CopyFrom, src)
-        _C.copy_(self, src)
+        _C.copy_(self, src, non_blocking)
         return self
 
     def uniform_(self, a=0.0, b=1.0):
@@ -1382,10 +1383,10 @@ def _random_fill(self, kind, a, b):
 
 def _parse_to(args, kwargs):
     """The arguments of Tensor.to -> (device str or None, dtype or None,
-    copy)."""
+    copy, non_blocking)."""
     dev = dtype = None
     copy = kwargs.pop("copy", False)
-    kwargs.pop("non_blocking", None)
+    non_blocking = bool(kwargs.pop("non_blocking", False))
     kwargs.pop("memory_format", None)
     if "device" in kwargs:
         dev = _device_str("to", kwargs.pop("device"))
@@ -1414,7 +1415,7 @@ def _parse_to(args, kwargs):
     if args and args[0].__class__ is _C.dtype:
         dtype = args.pop(0)
     if args and args[0].__class__ is _pybool:
-        args.pop(0)        # non_blocking
+        non_blocking = args.pop(0)
         if args and args[0].__class__ is _pybool:
             copy = args.pop(0)
     if args:
@@ -1422,7 +1423,7 @@ def _parse_to(args, kwargs):
             "to() received an invalid combination of arguments: expected "
             "to(dtype), to(device, dtype=None), to(tensor) or keywords "
             f"device=/dtype=/copy=, got an extra {type(args[0]).__name__}")
-    return dev, dtype, copy
+    return dev, dtype, copy, non_blocking
 
 
 # ----------------------------------------------------------------------------

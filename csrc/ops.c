@@ -404,7 +404,9 @@ static PyObject *
 op_copy_(PyObject *module, PyObject *args)
 {
     PyObject *dst_obj, *src_obj;
-    if (!PyArg_ParseTuple(args, "OO:copy_", &dst_obj, &src_obj) ||
+    int non_blocking = 0;
+    if (!PyArg_ParseTuple(args, "OO|p:copy_", &dst_obj, &src_obj,
+                          &non_blocking) ||
         ampc_check_tensor_any("copy_", "self", dst_obj) < 0 ||
         ampc_check_tensor_any("copy_", "src", src_obj) < 0) {
         return NULL;
@@ -418,6 +420,17 @@ op_copy_(PyObject *module, PyObject *args)
         return NULL;
     }
     int rc = ampc_copy_into(dst, src);
+    /* As in PyTorch, a copy from host memory has finished when copy_
+     * returns unless non_blocking was asked: only a pinned source is ever
+     * left queued, and the caller may overwrite it next. */
+    if (rc == 0 && !non_blocking && ampc_is_cuda(dst) && !ampc_is_cuda(src) &&
+        src->storage->pinned) {
+        int code = ampc_cuda.synchronize(dst->device.index);
+        if (code != 0) {
+            ampc_cuda_raise("copy_", code);
+            rc = -1;
+        }
+    }
     Py_DECREF(src);
     return rc < 0 ? NULL : Py_NewRef(dst_obj);
 }
@@ -808,7 +821,8 @@ PyMethodDef ampc_ops_methods[] = {
     {"cast", op_cast, METH_VARARGS,
      "cast(t, dtype) -> a new contiguous tensor of dtype"},
     {"copy_", op_copy_, METH_VARARGS,
-     "copy_(dst, src) -> dst, src broadcast and cast into dst"},
+     "copy_(dst, src, non_blocking=False) -> dst, src broadcast and cast "
+     "into dst"},
     {"fill_", op_fill_, METH_VARARGS, "fill_(t, value) -> t"},
     {"memory_allocated", op_memory_allocated, METH_VARARGS,
      "bytes of live tensor storage on a device"},

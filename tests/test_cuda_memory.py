@@ -271,6 +271,19 @@ def test_non_blocking_both_ways_and_copy_():
 
 
 @requires_cuda
+def test_blocking_copy_from_pinned_memory_has_finished_on_return():
+    # As in PyTorch: without non_blocking, overwriting the pinned source
+    # right after the copy cannot change what reached the GPU.
+    n = 1 << 22
+    for move in (lambda p: p.cuda(), lambda p: p.to("cuda"),
+                 lambda p: ampc.empty(n, device="cuda").copy_(p)):
+        p = ampc.full((n,), 1.0).pin_memory()
+        g = move(p)
+        p.fill_(2.0)
+        assert g.sum().item() == n
+
+
+@requires_cuda
 def test_dataloader_pins_batches():
     ds = TensorDataset(ampc.arange(40, dtype=ampc.float32).reshape(20, 2),
                        ampc.arange(20))

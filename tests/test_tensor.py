@@ -571,3 +571,14 @@ def test_docstring_examples(module):
     mod = importlib.import_module(module)
     result = doctest.testmod(mod, optionflags=doctest.ELLIPSIS)
     assert result.failed == 0
+
+
+def test_to_parses_non_blocking_positionally_and_by_keyword():
+    from ampc.tensor import _parse_to
+    assert _parse_to(("cpu", ampc.float16, True), {}) == \
+        ("cpu", ampc.float16, False, True)
+    assert _parse_to((), {"non_blocking": True, "copy": True}) == \
+        (None, None, True, True)
+    x = ampc.ones(3)
+    assert x.to("cpu", non_blocking=True) is x
+    assert x.to(ampc.float16, non_blocking=True).dtype is ampc.float16

@@ -478,7 +478,7 @@ class Module:
         >>> lin.weight.dtype
         ampc.float16
         """
-        dev, dtype, _ = _parse_to(args, kwargs)
+        dev, dtype, _, _ = _parse_to(args, kwargs)
         if dtype is not None and not dtype.is_floating_point:
             raise TypeError(
                 "nn.Module.to only accepts floating point or complex dtypes, "
