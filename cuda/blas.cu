@@ -319,7 +319,11 @@ lt_matmul(const blas_problem *pb, const void *bias)
         int count = 0;
         cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(
             h, ds.op, ds.x, ds.y, ds.d, ds.d, ds.pref, 1, &res, &count);
-        if (st != CUBLAS_STATUS_SUCCESS && st != CUBLAS_STATUS_NOT_SUPPORTED) {
+        /* Lt rejects some layouts that plain cuBLAS takes (it may answer
+         * INVALID_VALUE rather than NOT_SUPPORTED, e.g. for a zero batch
+         * stride): both mean "no Lt algorithm", and cuBLAS is tried. */
+        if (st != CUBLAS_STATUS_SUCCESS && st != CUBLAS_STATUS_NOT_SUPPORTED &&
+            st != CUBLAS_STATUS_INVALID_VALUE) {
             rc = AMPC_CUBLAS_ERROR_BASE + (int)st;
             ampc_cuda_record_error(__FILE__, __LINE__,
                                    "cublasLtMatmulAlgoGetHeuristic", rc);

@@ -16,6 +16,7 @@
  * without cuDNN at build time, the slots run conv_gemm.cu instead.
  */
 #include <limits.h>
+#include <stdint.h>
 #include <string.h>
 
 #include <map>
@@ -37,8 +38,8 @@ typedef enum { DIR_FWD = 0, DIR_BWD_DATA, DIR_BWD_FILTER } conv_dir;
 // ----------------------------------------------------------------------------
 // the algorithm cache
 
-/* (device, direction, dtype, flags, n, c, h, w, oc, kh, kw, sh, sw, ph,
- * pw, dh, dw) */
+/* (device, direction, dtype, flags (benchmark, deterministic, TF32,
+ * aligned), n, c, h, w, oc, kh, kw, sh, sw, ph, pw, dh, dw) */
 typedef std::tuple<int, int, int, int, int64_t, int64_t, int64_t, int64_t,
                    int64_t, int64_t, int64_t, int64_t, int64_t, int64_t,
                    int64_t, int64_t, int64_t>
@@ -54,12 +55,18 @@ static std::mutex cache_lock;
 static std::map<algo_key, algo_entry> algo_cache;
 static int64_t cache_hits, cache_misses;
 
+/* NOTE: some algorithms need 16-byte aligned buffers, so whether the
+ * call's buffers are aligned is part of the key (as in PyTorch): a view at
+ * an odd offset must not reuse the choice made for an aligned tensor. */
 static algo_key
 make_key(int dev, conv_dir dir, ampc_dtype dt, const ampc_cudnn_opts *o,
-         const ampc_conv2d_shape *s)
+         const ampc_conv2d_shape *s, const void *in0, const void *in1,
+         const void *out)
 {
+    uintptr_t addresses = (uintptr_t)in0 | (uintptr_t)in1 | (uintptr_t)out;
     int flags = (o->benchmark ? 1 : 0) | (o->deterministic ? 2 : 0) |
-                (o->allow_tf32 && dt == AMPC_FLOAT32 ? 4 : 0);
+                (o->allow_tf32 && dt == AMPC_FLOAT32 ? 4 : 0) |
+                ((addresses & 15) == 0 ? 8 : 0);
     return algo_key(dev, (int)dir, (int)dt, flags, s->n, s->c, s->h, s->w,
                     s->oc, s->kh, s->kw, s->sh, s->sw, s->ph, s->pw, s->dh,
                     s->dw);
@@ -342,7 +349,7 @@ choose(cudnnHandle_t h, int dev, conv_dir dir, const ampc_conv2d_shape *s,
        ampc_dtype dt, const ampc_cudnn_opts *o, const conv_descs *d,
        const void *in0, const void *in1, void *out, algo_entry *e)
 {
-    algo_key key = make_key(dev, dir, dt, o, s);
+    algo_key key = make_key(dev, dir, dt, o, s, in0, in1, out);
     if (cache_find(key, e)) {
         return 0;
     }
