@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "amp_math.h"
+#include "elementwise_math.h"
 #include "kernels.h"
 
 // ----------------------------------------------------------------------------
@@ -89,34 +90,15 @@ ampc_norm_finish(double p, double acc)
 // ----------------------------------------------------------------------------
 // rounding a double to a tensor dtype
 
-/* d rounded to float32 with round-to-odd: rounding the result to float16
- * or bfloat16 (RNE) then equals rounding d directly, since float32 keeps
- * more than two extra bits.
- * NOTE: the same trick as csrc/cpu/loops.h's ampc_f64_to_f32_odd, which is
- * host-only; this copy is the one the device can run. */
-AMPC_HOST_DEVICE float
-ampc_amp_f64_to_f32_odd(double d)
-{
-    float f = (float)d;
-    if ((double)f == d || d != d) {
-        return f;
-    }
-    uint32_t u = ampc_f32_bits(f);
-    if (fabs((double)f) > fabs(d)) {
-        u -= 1;                         /* rounded away: step back to trunc */
-    }
-    return ampc_f32_from_bits(u | 1u);
-}
-
 /* d rounded once (RNE) to the float dtype dt, as a float. */
 AMPC_HOST_DEVICE float
 ampc_amp_round_to(ampc_dtype dt, double d)
 {
     if (dt == AMPC_FLOAT16) {
-        return ampc_f16_to_f32(ampc_f32_to_f16(ampc_amp_f64_to_f32_odd(d)));
+        return ampc_f16_to_f32(ampc_f32_to_f16(ampc_f64_to_f32_odd(d)));
     }
     if (dt == AMPC_BFLOAT16) {
-        return ampc_bf16_to_f32(ampc_f32_to_bf16(ampc_amp_f64_to_f32_odd(d)));
+        return ampc_bf16_to_f32(ampc_f32_to_bf16(ampc_f64_to_f32_odd(d)));
     }
     return (float)d;
 }

@@ -428,6 +428,22 @@ prepare_run(const conv_descs *d, const algo_entry *e, ampc_scratch *ws)
     return 0;
 }
 
+/* What one cuDNN call needs: the handle, the descriptors, the algorithm
+ * for `dir` (chosen, or found in the cache) and its workspace in ws. */
+static int
+dnn_setup(conv_dir dir, const ampc_conv2d_shape *s, ampc_dtype dt,
+          const ampc_cudnn_opts *o, const void *in0, const void *in1,
+          void *out, cudnnHandle_t *h, conv_descs *d, algo_entry *e,
+          ampc_scratch *ws)
+{
+    int dev = 0, rc = dnn_handle(h, &dev);
+    if (rc != 0 || (rc = make_descs(s, dt, o, d)) != 0 ||
+        (rc = choose(*h, dev, dir, s, dt, o, d, in0, in1, out, e)) != 0) {
+        return rc;
+    }
+    return prepare_run(d, e, ws);
+}
+
 // ----------------------------------------------------------------------------
 // the three directions through cuDNN (the slots below check the shapes)
 
@@ -439,13 +455,11 @@ dnn_fwd(const ampc_conv2d_shape *s, ampc_dtype dt, const void *x,
         const ampc_cudnn_opts *o)
 {
     cudnnHandle_t h = NULL;
-    int dev = 0, rc = dnn_handle(&h, &dev);
     conv_descs d;
     algo_entry e;
     ampc_scratch ws;
-    if (rc != 0 || (rc = make_descs(s, dt, o, &d)) != 0 ||
-        (rc = choose(h, dev, DIR_FWD, s, dt, o, &d, x, w, y, &e)) != 0 ||
-        (rc = prepare_run(&d, &e, &ws)) != 0) {
+    int rc = dnn_setup(DIR_FWD, s, dt, o, x, w, y, &h, &d, &e, &ws);
+    if (rc != 0) {
         return rc;
     }
     float one = 1.0f, zero = 0.0f;
@@ -487,14 +501,11 @@ dnn_bwd_input(const ampc_conv2d_shape *s, ampc_dtype dt, const void *dy,
               const void *w, void *dx, const ampc_cudnn_opts *o)
 {
     cudnnHandle_t h = NULL;
-    int dev = 0, rc = dnn_handle(&h, &dev);
     conv_descs d;
     algo_entry e;
     ampc_scratch ws;
-    if (rc != 0 || (rc = make_descs(s, dt, o, &d)) != 0 ||
-        (rc = choose(h, dev, DIR_BWD_DATA, s, dt, o, &d, dy, w, dx, &e)) !=
-            0 ||
-        (rc = prepare_run(&d, &e, &ws)) != 0) {
+    int rc = dnn_setup(DIR_BWD_DATA, s, dt, o, dy, w, dx, &h, &d, &e, &ws);
+    if (rc != 0) {
         return rc;
     }
     float one = 1.0f, zero = 0.0f;
@@ -511,14 +522,12 @@ dnn_bwd_weight(const ampc_conv2d_shape *s, ampc_dtype dt, const void *dy,
                const void *x, void *dw, const ampc_cudnn_opts *o)
 {
     cudnnHandle_t h = NULL;
-    int dev = 0, rc = dnn_handle(&h, &dev);
     conv_descs d;
     algo_entry e;
     ampc_scratch ws;
-    if (rc != 0 || (rc = make_descs(s, dt, o, &d)) != 0 ||
-        (rc = choose(h, dev, DIR_BWD_FILTER, s, dt, o, &d, dy, x, dw, &e)) !=
-            0 ||
-        (rc = prepare_run(&d, &e, &ws)) != 0) {
+    int rc = dnn_setup(DIR_BWD_FILTER, s, dt, o, dy, x, dw, &h, &d, &e,
+                       &ws);
+    if (rc != 0) {
         return rc;
     }
     float one = 1.0f, zero = 0.0f;
