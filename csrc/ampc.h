@@ -100,6 +100,11 @@ typedef struct {
     PyObject *dtypes[AMPC_NUM_DTYPES];  /* the dtype singletons */
     uint64_t seed;                      /* the random generator */
     uint64_t offset;
+    /* While a CUDA graph is captured, GPU draws take their offsets
+     * relative to rng_capture_start, plus the graph's device base offset
+     * (rng_capture_base), which each replay sets to the offset then. */
+    const uint64_t *rng_capture_base;   /* NULL unless capturing */
+    uint64_t rng_capture_start;
 } ampc_state;
 
 extern PyModuleDef ampc_module;
@@ -158,6 +163,13 @@ int ampc_is_python_scalar(PyObject *v);
 ampc_dtype ampc_promote(ampc_dtype a, ampc_dtype b);
 int ampc_result_type(int n, PyObject *const *operands, ampc_dtype *out);
 int ampc_can_cast(ampc_dtype from, ampc_dtype to);
+
+/* ops_random.c: claims the generator's counters for n draws on dev (the
+ * offset moves on by n rounded up to 4).  *offset is where the draw
+ * starts and *base NULL; or, for a GPU while a CUDA graph is captured,
+ * *offset is relative to the graph's device base offset *base. */
+void ampc_rng_claim(int64_t n, ampc_device dev, uint64_t *offset,
+                    const uint64_t **base);
 
 /* Parses 'cpu' | 'cuda' | 'cuda:N' | None; -1 with an exception. */
 int ampc_parse_device(PyObject *obj, ampc_device *dev, const char *fn);

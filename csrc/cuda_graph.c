@@ -17,6 +17,8 @@ typedef struct {
     ampc_cuda_graph *g;     /* NULL before capture_begin and after reset */
     ampc_device device;     /* where it is captured and replays */
     int captured;           /* capture_end succeeded: replay() may run */
+    uint64_t *rng_base;     /* device: the generator offset of a replay */
+    uint64_t rng_used;      /* how far the capture moved the generator */
 } graph_box;
 
 // ----------------------------------------------------------------------------
@@ -88,6 +90,55 @@ mod_cuda_graph_capturing(PyObject *module, PyObject *unused)
 }
 
 // ----------------------------------------------------------------------------
+// random numbers in graphs
+//
+// A draw's offset is a kernel argument, which a graph would replay as
+// captured: every replay would draw the same numbers.  So while a graph is
+// captured, GPU draws add the value at box->rng_base (device memory) to an
+// offset relative to the capture's start (ampc_rng_claim), and each replay
+// first sets that value to the generator's offset and moves the generator
+// on by what the capture used: a replay draws what eager ops would.
+
+static void
+rng_capture_begin(graph_box *box)
+{
+    ampc_state *st = ampc_get_state();
+    st->rng_capture_base = box->rng_base;
+    st->rng_capture_start = st->offset;
+}
+
+/* Stops routing draws through this graph (if they are); idempotent. */
+static void
+rng_capture_end(graph_box *box)
+{
+    ampc_state *st = ampc_get_state();
+    if (box->rng_base != NULL && st->rng_capture_base == box->rng_base) {
+        box->rng_used = st->offset - st->rng_capture_start;
+        st->rng_capture_base = NULL;
+    }
+}
+
+/* Queues *box->rng_base = the generator's offset, and moves it on. */
+static int
+rng_before_replay(graph_box *box)
+{
+    ampc_state *st = ampc_get_state();
+    ampc_iter it;
+    memset(&it, 0, sizeof(it));
+    it.ndim = 1;
+    it.shape[0] = 1;
+    it.nops = 1;
+    it.data[0] = (char *)box->rng_base;
+    it.itemsize[0] = sizeof(uint64_t);
+    it.strides[0][0] = 1;
+    int rc = ampc_cuda.fill(AMPC_INT64, &it, st->offset);
+    if (rc == 0) {
+        st->offset += box->rng_used;
+    }
+    return rc;
+}
+
+// ----------------------------------------------------------------------------
 // graphs
 
 static void
@@ -102,6 +153,10 @@ graph_capsule_destroy(PyObject *capsule)
         /* NOTE: no exception can leave a destructor; a failure here (the
          * driver already shut down at exit) only leaks the graph. */
         (void)ampc_cuda.graph_destroy(box->g);
+    }
+    if (box->rng_base != NULL) {
+        rng_capture_end(box);
+        (void)ampc_cuda.free(box->rng_base);
     }
     PyMem_Free(box);
 }
@@ -193,11 +248,20 @@ mod_cuda_graph_capture_begin(PyObject *module, PyObject *args)
     if (ampc_cuda_enter(fn, box->device) < 0) {
         return NULL;
     }
+    /* before the capture: no allocation from the graph's pool */
+    if (box->rng_base == NULL) {
+        int rc = ampc_cuda.malloc(sizeof(uint64_t), (void **)&box->rng_base);
+        if (rc != 0) {
+            box->rng_base = NULL;
+            return ampc_cuda_raise(fn, rc);
+        }
+    }
     int rc = ampc_cuda.graph_capture_begin(pool, &box->g);
     if (rc != 0) {
         box->g = NULL;
         return ampc_cuda_raise(fn, rc);
     }
+    rng_capture_begin(box);
     Py_RETURN_NONE;
 }
 
@@ -218,6 +282,7 @@ mod_cuda_graph_capture_end(PyObject *module, PyObject *obj)
     if (ampc_cuda_enter(fn, box->device) < 0) {
         return NULL;
     }
+    rng_capture_end(box);
     int rc = ampc_cuda.graph_capture_end(box->g);
     if (rc != 0) {
         /* The capture is over either way (an op that CUDA refuses during
@@ -249,7 +314,10 @@ mod_cuda_graph_replay(PyObject *module, PyObject *obj)
     if (ampc_cuda_enter(fn, box->device) < 0) {
         return NULL;
     }
-    int rc = ampc_cuda.graph_replay(box->g);
+    int rc = rng_before_replay(box);
+    if (rc == 0) {
+        rc = ampc_cuda.graph_replay(box->g);
+    }
     if (rc != 0) {
         return ampc_cuda_raise(fn, rc);
     }
@@ -270,6 +338,7 @@ mod_cuda_graph_reset(PyObject *module, PyObject *obj)
     if (ampc_cuda_enter(fn, box->device) < 0) {
         return NULL;
     }
+    rng_capture_end(box);
     int rc = ampc_cuda.graph_destroy(box->g);
     box->g = NULL;
     box->captured = 0;

@@ -207,10 +207,14 @@ typedef int (*ampc_cuda_reduce_fn)(ampc_reduce_op op, ampc_dtype dt,
                                    int64_t outer, int64_t r, int64_t inner,
                                    const void *x, void *out, int64_t *idx);
 /* The CPU's ampc_random_fn on device memory: the same bits as the CPU for
- * the same (seed, offset) (csrc/philox.h). */
+ * the same (seed, offset) (csrc/philox.h).  offset_base is NULL, or (in a
+ * CUDA graph being captured) device memory whose value is added to offset
+ * when the kernel runs, so that each replay can draw new numbers. */
 typedef int (*ampc_cuda_random_fn)(ampc_random_kind kind, ampc_dtype dt,
                                    int64_t n, void *out, uint64_t seed,
-                                   uint64_t offset, double lo, double hi);
+                                   uint64_t offset,
+                                   const uint64_t *offset_base, double lo,
+                                   double hi);
 
 // ----------------------------------------------------------------------------
 // AMP: the fused multi-tensor unscale-and-check, the scale update, the

@@ -470,6 +470,7 @@ ampc_exec(PyObject *module)
     the_state = st;
     st->seed = 67280421310721ULL;   /* PyTorch's default seed */
     st->offset = 0;
+    st->rng_capture_base = NULL;
     if (ampc_tensor_type_prepare() < 0 || ampc_numpy_init() < 0) {
         return -1;
     }

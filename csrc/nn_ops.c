@@ -1636,11 +1636,12 @@ op_dropout(PyObject *module, PyObject *args, PyObject *kwds)
     else if (ampc_is_cuda(x)) {
         /* the CPU's mask bits: the same generator state, advanced alike */
         ampc_state *st = ampc_get_state();
-        uint64_t offset = st->offset;
-        st->offset += ((uint64_t)n + 3) & ~(uint64_t)3;
+        uint64_t offset;
+        const uint64_t *base;
+        ampc_rng_claim(n, x->device, &offset, &base);
         int rc = ampc_cuda.random(AMPC_RAND_BERNOULLI, AMPC_BOOL, n,
-                                  mask->data, st->seed, offset, 1.0 - p,
-                                  0.0);
+                                  mask->data, st->seed, offset, base,
+                                  1.0 - p, 0.0);
         if (rc == 0) {
             rc = ampc_cuda.masked_scale(x->dtype, n, xc->data,
                                         (const uint8_t *)mask->data,

@@ -68,14 +68,14 @@ op_random_(PyObject *module, PyObject *args)
     }
     ampc_state *st = ampc_get_state();
     int64_t n = ampc_numel(t);
-    uint64_t offset = st->offset;
-    /* each element owns one counter; keep offsets 4-aligned for Philox */
-    st->offset += ((uint64_t)n + 3) & ~(uint64_t)3;
+    uint64_t before = st->offset, offset;
+    const uint64_t *base;
+    ampc_rng_claim(n, t->device, &offset, &base);
     if (ampc_is_cuda(t)) {
         int code = ampc_cuda.random((ampc_random_kind)kind, t->dtype, n,
-                                    t->data, st->seed, offset, lo, hi);
+                                    t->data, st->seed, offset, base, lo, hi);
         if (code != 0) {
-            st->offset = offset;        /* nothing was drawn */
+            st->offset = before;        /* nothing was drawn */
             return ampc_cuda_raise("random_", code);
         }
     }
@@ -85,6 +85,21 @@ op_random_(PyObject *module, PyObject *args)
     }
     t->storage->version++;
     return Py_NewRef(t_obj);
+}
+
+void
+ampc_rng_claim(int64_t n, ampc_device dev, uint64_t *offset,
+               const uint64_t **base)
+{
+    ampc_state *st = ampc_get_state();
+    *offset = st->offset;
+    *base = NULL;
+    if (dev.type == AMPC_DEV_CUDA && st->rng_capture_base != NULL) {
+        *offset -= st->rng_capture_start;
+        *base = st->rng_capture_base;
+    }
+    /* each element owns one counter; keep offsets 4-aligned for Philox */
+    st->offset += ((uint64_t)n + 3) & ~(uint64_t)3;
 }
 
 static PyObject *

@@ -15,13 +15,19 @@
 /* out (n) contiguous.  One thread per Philox block: counter c (from
  * offset >> shift on) yields the 4 (or, for INT, 2) elements g = (c <<
  * shift) + j, of which those with i = g - offset < n are stored at out[i].
+ * offset_base (NULL, or device memory set before each graph replay) is
+ * added to offset first.
  * NOTE: unsigned arithmetic throughout, so an offset near 2^64 wraps as on
  * the CPU. */
 __global__ void
 random_kernel(ampc_random_kind kind, ampc_dtype dt, size_t es, uint64_t n,
               char *__restrict__ out, uint64_t seed, uint64_t offset,
-              double lo, double hi, uint64_t ncounters)
+              const uint64_t *__restrict__ offset_base, double lo,
+              double hi, uint64_t ncounters)
 {
+    if (offset_base != nullptr) {
+        offset += *offset_base;
+    }
     const int shift = ampc_philox_shift(kind);
     const uint64_t c0 = offset >> shift;
     const uint64_t step = (uint64_t)gridDim.x * blockDim.x;
@@ -48,19 +54,23 @@ random_kernel(ampc_random_kind kind, ampc_dtype dt, size_t es, uint64_t n,
 /* out (n) contiguous, dtype dt */
 extern "C" int
 ampc_random_cuda(ampc_random_kind kind, ampc_dtype dt, int64_t n, void *out,
-                 uint64_t seed, uint64_t offset, double lo, double hi)
+                 uint64_t seed, uint64_t offset, const uint64_t *offset_base,
+                 double lo, double hi)
 {
     if (n <= 0) {
         return 0;
     }
     int shift = ampc_philox_shift(kind);
     uint64_t mask = ((uint64_t)1 << shift) - 1;
-    uint64_t ncounters = ((offset & mask) + (uint64_t)n + mask) >> shift;
+    /* the counters that cover n elements from the offset; with a base
+     * unknown here, from the worst-aligned start */
+    uint64_t lead = offset_base != nullptr ? mask : (offset & mask);
+    uint64_t ncounters = (lead + (uint64_t)n + mask) >> shift;
     uint64_t blocks = CEIL_DIV(ncounters, (uint64_t)RAND_THREADS);
     blocks = blocks > RAND_MAX_BLOCKS ? RAND_MAX_BLOCKS : blocks;
     random_kernel<<<(unsigned)blocks, RAND_THREADS, 0, ampc_cuda_stream()>>>(
         kind, dt, ampc_dtype_size[dt], (uint64_t)n, (char *)out, seed, offset,
-        lo, hi, ncounters);
+        offset_base, lo, hi, ncounters);
     AMPC_CUDA_CHECK_LAUNCH();
     return 0;
 }

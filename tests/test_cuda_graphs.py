@@ -94,6 +94,34 @@ def test_capture_and_replay_elementwise(dtype):
 
 @pytest.mark.cuda
 @requires_cuda
+def test_replays_draw_new_random_numbers_as_eager_ops_would():
+    x = ampc.ones(1001, device="cuda")
+    ampc.nn.functional.dropout(x, 0.5)          # warm-up
+    ampc.manual_seed(7)
+    rng_state, set_rng_state = ampc._C.get_rng_state, ampc._C.set_rng_state
+    before = rng_state()[1]
+    g = ampc.cuda.CUDAGraph()
+    with ampc.cuda.graph(g):
+        u = ampc.rand(517, device="cuda")
+        d = ampc.nn.functional.dropout(x, 0.5)
+    used = rng_state()[1] - before
+    assert used == 520 + 1004
+    # Eagerly, from the generator's state at each replay: the same draws.
+    want = []
+    for step in range(3):
+        state = rng_state()
+        want.append((ampc.rand(517, device="cuda").cpu(),
+                     ampc.nn.functional.dropout(x, 0.5).cpu()))
+        set_rng_state(state)
+        g.replay()
+        assert_same(u, want[-1][0], msg=f"rand, replay {step}: ")
+        assert_same(d, want[-1][1], msg=f"dropout, replay {step}: ")
+        assert rng_state() == (state[0], state[1] + used)
+    assert not np.array_equal(_host(want[0][0]), _host(want[1][0]))
+
+
+@pytest.mark.cuda
+@requires_cuda
 def test_capture_does_not_run_the_work():
     x = _cuda(np.ones(1000))
     x.mul_(2)                          # warm-up
