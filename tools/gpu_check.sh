@@ -12,7 +12,9 @@
 #   bash tools/gpu_check.sh            # from the repository root
 #
 # Environment: PYTHON (default python3), AMPC_CUDA_ARCH (default 90: the
-# H200 only, the fastest build), OUT (the log folder).
+# H200 only, the fastest build), OUT (the log folder), GPU_CHECK_BUDGET
+# (default 540 s: every stage's limit is cut to what is left of it, so the
+# summary is printed before a 600 s limit on the whole call).
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -24,6 +26,7 @@ mkdir -p "$OUT"
 STATUS="$OUT/stages.tsv"        # name <TAB> PASS|FAIL <TAB> seconds <TAB> note
 : >"$STATUS"
 T0=$(date +%s)
+BUDGET="${GPU_CHECK_BUDGET:-540}"
 
 # ----------------------------------------------------------------------------
 # stage NAME LIMIT_S CMD...: runs CMD with a time limit, its output in
@@ -33,6 +36,16 @@ stage() {
     local name=$1 limit=$2
     shift 2
     local log="$OUT/$name.log" start rc
+    # what is left of the budget, less 15 s for the summary
+    local left=$((BUDGET - ($(date +%s) - T0) - 15))
+    if [ "$left" -lt 10 ]; then
+        printf '%s\tFAIL\t0\tnot run: the %ss budget was spent\n' \
+            "$name" "$BUDGET" >>"$STATUS"
+        return 0
+    fi
+    if [ "$left" -lt "$limit" ]; then
+        limit=$left
+    fi
     echo
     echo "=== $name (limit ${limit}s): $*"
     start=$(date +%s)
