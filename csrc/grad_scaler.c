@@ -1419,6 +1419,7 @@ step_amp_aware(AmpcGradScalerObject *self, PyObject *optimizer, PyObject *st,
     PyObject *retval = NULL, *step = NULL, *kw = NULL, *sig = NULL;
     PyObject *params = NULL, *inspect = NULL;
     int has_kw;
+    double cpu_found = -1.0;    /* a CPU scale's found_inf; -1: not read */
     step = PyObject_GetAttrString(optimizer, "step");
     inspect = step ? PyImport_ImportModule("inspect") : NULL;
     sig = inspect ? PyObject_CallMethod(inspect, "signature", "O", step)
@@ -1473,6 +1474,13 @@ step_amp_aware(AmpcGradScalerObject *self, PyObject *optimizer, PyObject *st,
         if (found == NULL) {
             goto done;
         }
+        /* A CPU scale's found_inf costs nothing to read: the skip is
+         * counted here, as the synced path counts it (a CUDA one is
+         * counted on the device by update()). */
+        if (ampc_tensor_check(found) && !ampc_is_cuda(AMPC_TENSOR(found))) {
+            AmpcTensorObject *f = AMPC_TENSOR(found);
+            cpu_found = ampc_scalar_as_double(f->dtype, f->data);
+        }
         PyObject *grad_scale;
         if (state_stage(st) == stage_unscaled) {
             grad_scale = PyObject_GetAttrString(optimizer, "grad_scale");
@@ -1525,6 +1533,10 @@ step_amp_aware(AmpcGradScalerObject *self, PyObject *optimizer, PyObject *st,
          * the skips there (AMPC_AMP_STAT_FUSED_SKIPPED) */
         self->fused_steps++;
         self->last_fused = 1;
+    }
+    else if (cpu_found >= 0.0) {
+        self->last_skipped = cpu_found != 0.0;
+        self->skipped_steps += self->last_skipped;
     }
     if (set_stage(st, stage_stepped) < 0 ||
         (!has_kw &&

@@ -785,6 +785,21 @@ def test_fused_optimizer_matches_the_synced_path():
     assert sb.stats()["skipped_steps"] == sa.stats()["skipped_steps"] == 2
 
 
+def test_fused_optimizer_stats_on_the_cpu():
+    # The device-side skip path on the CPU: same scale, tracker, weights
+    # and skip counts as the synced path.
+    poison = (1, 4)
+    ma, sa = _train("cpu", 7, poison=poison)
+    mb, sb = _train("cpu", 7, fused=True, poison=poison)
+    assert sa.get_scale() == sb.get_scale()
+    assert sa._get_growth_tracker() == sb._get_growth_tracker()
+    for a, b in zip(ma.parameters(), mb.parameters()):
+        np.testing.assert_allclose(_arr(a), _arr(b), rtol=1e-5, atol=1e-6)
+    for key in ("steps", "skipped_steps", "last_step_skipped"):
+        assert sb.stats()[key] == sa.stats()[key], key
+    assert sb.stats()["skipped_steps"] == 2
+
+
 @pytest.mark.cuda
 @requires_cuda
 def test_stats_counts_on_cuda_match_cpu():
