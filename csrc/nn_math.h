@@ -91,6 +91,27 @@ ampc_relu_bwd_bits16(uint16_t g, uint16_t o, uint16_t inf)
 // ----------------------------------------------------------------------------
 // exp
 
+/* e^xc = p * 2^n for a clamped xc: n = round(xc / ln 2) (adding 1.5 *
+ * 2^23 leaves it in the low bits), r = xc - n ln 2 in two parts (Cody-Waite)
+ * and p = e^r by a degree-7 polynomial; returns p, writes n. */
+AMPC_HOST_DEVICE float
+ampc_exp_reduced(float xc, int32_t *n)
+{
+    float t = AMPC_ADD(AMPC_MUL(xc, 1.44269504088896341f), 12582912.0f);
+    *n = (int32_t)(ampc_f32_bits(t) - 0x4b400000u);
+    float nf = t - 12582912.0f;
+    float r = AMPC_SUB(xc, AMPC_MUL(nf, 0.693359375f));
+    r = AMPC_SUB(r, AMPC_MUL(nf, -2.12194440e-4f));
+    float p = 1.9875691500e-4f;
+    p = AMPC_ADD(AMPC_MUL(p, r), 1.3981999507e-3f);
+    p = AMPC_ADD(AMPC_MUL(p, r), 8.3334519073e-3f);
+    p = AMPC_ADD(AMPC_MUL(p, r), 4.1665795894e-2f);
+    p = AMPC_ADD(AMPC_MUL(p, r), 1.6666665459e-1f);
+    p = AMPC_ADD(AMPC_MUL(p, r), 5.0000001201e-1f);
+    p = AMPC_ADD(AMPC_ADD(AMPC_MUL(AMPC_MUL(p, r), r), r), 1.0f);
+    return p;
+}
+
 /* e^x in float32 without branches, so that loops over it vectorise: x =
  * n ln2 + r with |r| <= ln2 / 2 (ln2 split in two for an exact n ln2), a
  * degree-7 polynomial for e^r (Cephes' expf coefficients, under 2 ulp), and
@@ -110,19 +131,8 @@ ampc_exp_f32(float x)
     float xc = ampc_f32_from_bits((ampc_f32_bits(x) & ~(below | above)) |
                                   (ampc_f32_bits(lo) & below) |
                                   (ampc_f32_bits(hi) & above));
-    /* round to nearest integer: adding 1.5 * 2^23 leaves n in the low bits */
-    float t = AMPC_ADD(AMPC_MUL(xc, 1.44269504088896341f), 12582912.0f);
-    int32_t n = (int32_t)(ampc_f32_bits(t) - 0x4b400000u);
-    float nf = t - 12582912.0f;
-    float r = AMPC_SUB(xc, AMPC_MUL(nf, 0.693359375f));
-    r = AMPC_SUB(r, AMPC_MUL(nf, -2.12194440e-4f));
-    float p = 1.9875691500e-4f;
-    p = AMPC_ADD(AMPC_MUL(p, r), 1.3981999507e-3f);
-    p = AMPC_ADD(AMPC_MUL(p, r), 8.3334519073e-3f);
-    p = AMPC_ADD(AMPC_MUL(p, r), 4.1665795894e-2f);
-    p = AMPC_ADD(AMPC_MUL(p, r), 1.6666665459e-1f);
-    p = AMPC_ADD(AMPC_MUL(p, r), 5.0000001201e-1f);
-    p = AMPC_ADD(AMPC_ADD(AMPC_MUL(AMPC_MUL(p, r), r), r), 1.0f);
+    int32_t n;
+    float p = ampc_exp_reduced(xc, &n);
     /* p > 0, so a scale of 0 gives 0 and one of inf gives inf */
     int32_t n1 = n >> 1;
     int32_t n2 = n - n1;
@@ -144,18 +154,8 @@ ampc_exp_nonpos_f32(float x)
     uint32_t below = 0u - (uint32_t)(x < lo);
     float xc = ampc_f32_from_bits((ampc_f32_bits(x) & ~below) |
                                   (ampc_f32_bits(lo) & below));
-    float t = AMPC_ADD(AMPC_MUL(xc, 1.44269504088896341f), 12582912.0f);
-    int32_t n = (int32_t)(ampc_f32_bits(t) - 0x4b400000u);
-    float nf = t - 12582912.0f;
-    float r = AMPC_SUB(xc, AMPC_MUL(nf, 0.693359375f));
-    r = AMPC_SUB(r, AMPC_MUL(nf, -2.12194440e-4f));
-    float p = 1.9875691500e-4f;
-    p = AMPC_ADD(AMPC_MUL(p, r), 1.3981999507e-3f);
-    p = AMPC_ADD(AMPC_MUL(p, r), 8.3334519073e-3f);
-    p = AMPC_ADD(AMPC_MUL(p, r), 4.1665795894e-2f);
-    p = AMPC_ADD(AMPC_MUL(p, r), 1.6666665459e-1f);
-    p = AMPC_ADD(AMPC_MUL(p, r), 5.0000001201e-1f);
-    p = AMPC_ADD(AMPC_ADD(AMPC_MUL(AMPC_MUL(p, r), r), r), 1.0f);
+    int32_t n;
+    float p = ampc_exp_reduced(xc, &n);
     return p * ampc_f32_from_bits(((uint32_t)(n + 127) << 23) & ~below);
 }
 
