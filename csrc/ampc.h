@@ -253,7 +253,7 @@ ampc_is_cuda(const AmpcTensorObject *t)
 }
 
 // ----------------------------------------------------------------------------
-// AMP (amp_ops.c, grad_scaler.c)
+// AMP (amp_ops.c, grad_scaler*.c)
 
 extern PyType_Spec ampc_grad_scaler_spec;
 extern PyMethodDef ampc_amp_methods[];
