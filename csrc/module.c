@@ -9,8 +9,11 @@
  *   numpy_interop.c     from_numpy, numpy(), tensor_from_array, bits helpers
  *   dispatch.c          the CPU kernel table, chosen once at import
  *   linalg_ops.c        linear, matmul, conv2d and their backward passes
- *   nn_ops.c            relu_backward, max_pool2d, softmax, the losses,
- *                       dropout, each with its backward
+ *   nn_activation.c     relu_backward, softmax, dropout, each with its
+ *                       backward
+ *   nn_pool.c           max_pool2d and its backward
+ *   nn_loss.c           nll_loss, cross_entropy, mse_loss and their
+ *                       backward passes
  *   optim_ops.c         the fused SGD and Adam/AdamW steps
  *   amp_ops.c           the fused AMP unscale-and-check, scale update and
  *                       gradient norm (clip_grad_norm_)
@@ -421,7 +424,9 @@ extern PyMethodDef ampc_reduce_methods[];
 extern PyMethodDef ampc_random_methods[];
 extern PyMethodDef ampc_numpy_functions[];
 extern PyMethodDef ampc_linalg_methods[];
-extern PyMethodDef ampc_nn_methods[];
+extern PyMethodDef ampc_nn_activation_methods[];
+extern PyMethodDef ampc_nn_pool_methods[];
+extern PyMethodDef ampc_nn_loss_methods[];
 extern PyMethodDef ampc_optim_methods[];
 extern PyMethodDef ampc_amp_methods[];
 extern PyMethodDef ampc_autocast_functions[];
@@ -437,7 +442,9 @@ join_functions(void)
                                    ampc_elementwise_methods,
                                    ampc_reduce_methods, ampc_random_methods,
                                    ampc_numpy_functions,
-                                   ampc_linalg_methods, ampc_nn_methods,
+                                   ampc_linalg_methods,
+                                   ampc_nn_activation_methods,
+                                   ampc_nn_pool_methods, ampc_nn_loss_methods,
                                    ampc_optim_methods, ampc_amp_methods,
                                    ampc_autocast_functions,
                                    ampc_autocast_policy_functions,
