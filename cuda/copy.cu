@@ -456,6 +456,30 @@ copy_contig_kernel(const typename Storage<S>::type *__restrict__ src,
     }
 }
 
+/* dst[i] = val for i < n, dst contiguous and aligned to N elements: N
+ * elements per store, the tail by the first threads of the grid. */
+template <typename T, int N>
+__device__ __forceinline__ void
+fill_vectorised(T *__restrict__ dst, T val, int64_t n)
+{
+    int64_t nvec = n / N;
+    int64_t tid = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    int64_t step = (int64_t)gridDim.x * blockDim.x;
+    Vec<T, N> b;
+#pragma unroll
+    for (int k = 0; k < N; k++) {
+        b.v[k] = val;
+    }
+    Vec<T, N> *vd = (Vec<T, N> *)dst;
+    for (int64_t i = tid; i < nvec; i += step) {
+        vd[i] = b;
+    }
+    int64_t t = nvec * N + tid;
+    if (t < n) {
+        dst[t] = val;
+    }
+}
+
 /* dst[i] = convert(*src) for i < n, dst contiguous (copy_ of a
  * one-element tensor, e.g. fill_ with a 0-d tensor): the source is read
  * once per thread. */
@@ -464,24 +488,8 @@ __global__ void
 copy_fill_kernel(const typename Storage<S>::type *__restrict__ src,
                  typename Storage<D>::type *__restrict__ dst, int64_t n)
 {
-    typedef typename Storage<D>::type DT;
-    DT val = convert<S, D>(*src);
-    int64_t nvec = n / N;
-    int64_t tid = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    int64_t step = (int64_t)gridDim.x * blockDim.x;
-    Vec<DT, N> b;
-#pragma unroll
-    for (int k = 0; k < N; k++) {
-        b.v[k] = val;
-    }
-    Vec<DT, N> *vd = (Vec<DT, N> *)dst;
-    for (int64_t i = tid; i < nvec; i += step) {
-        vd[i] = b;
-    }
-    int64_t t = nvec * N + tid;
-    if (t < n) {
-        dst[t] = val;
-    }
+    fill_vectorised<typename Storage<D>::type, N>(dst, convert<S, D>(*src),
+                                                  n);
 }
 
 /* The iteration's shape and the two operands' strides (elements), dims
@@ -626,22 +634,7 @@ template <typename T, int N>
 __global__ void
 fill_contig_kernel(T *__restrict__ dst, T val, int64_t n)
 {
-    int64_t nvec = n / N;
-    int64_t tid = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    int64_t step = (int64_t)gridDim.x * blockDim.x;
-    Vec<T, N> b;
-#pragma unroll
-    for (int k = 0; k < N; k++) {
-        b.v[k] = val;
-    }
-    Vec<T, N> *vd = (Vec<T, N> *)dst;
-    for (int64_t i = tid; i < nvec; i += step) {
-        vd[i] = b;
-    }
-    int64_t t = nvec * N + tid;
-    if (t < n) {
-        dst[t] = val;
-    }
+    fill_vectorised<T, N>(dst, val, n);
 }
 
 /* dst at any strides (p.dst_stride; p.src_stride unused) = val, flat
