@@ -562,8 +562,8 @@ def test_repr_vs_torch():
 
 
 @pytest.mark.parametrize("module", [
-    "ampc", "ampc.tensor", "ampc.autograd", "ampc._creation",
-    "ampc._dtype_device", "ampc.cuda", "ampc.backends.cpu",
+    "ampc", "ampc.tensor", "ampc._tensor_convert", "ampc.autograd",
+    "ampc._creation", "ampc._dtype_device", "ampc.cuda", "ampc.backends.cpu",
 ])
 def test_docstring_examples(module):
     import doctest
@@ -582,3 +582,13 @@ def test_to_parses_non_blocking_positionally_and_by_keyword():
     x = ampc.ones(3)
     assert x.to("cpu", non_blocking=True) is x
     assert x.to(ampc.float16, non_blocking=True).dtype is ampc.float16
+
+
+def test_clamp_with_a_tensor_bound_and_a_number_bound_has_gradients():
+    x = ampc.tensor([-2.0, 0.5, 3.0], requires_grad=True)
+    y = x.clamp(ampc.tensor(0.0), 2.0)
+    assert y.tolist() == [0.0, 0.5, 2.0]
+    y.sum().backward()
+    assert x.grad.tolist() == [0.0, 1.0, 0.0]
+    z = x.detach().clamp(min=-1.0, max=ampc.tensor([1.0, 0.0, 5.0]))
+    assert z.tolist() == [-1.0, 0.0, 3.0]
