@@ -395,8 +395,8 @@ typedef void (*ampc_masked_scale_fn)(ampc_dtype dt, int64_t n, const void *x,
  * NULL when absent) are float32 scalars in the memory of the kernel's
  * device (host pointers for the CPU kernels): when *found_inf != 0 the step
  * writes nothing at all; when grad_scale is set, the gradient used is
- * grad * (1 / *grad_scale), and the grad tensor itself is left as it was
- * (scaled). */
+ * grad * (1 / *grad_scale), and that unscaled gradient is written back to
+ * the grad tensor, as torch's fused kernels do. */
 typedef struct {
     float lr, momentum, one_minus_dampening, weight_decay;
     int nesterov, maximize;
@@ -407,7 +407,7 @@ typedef struct {
 
 /* param, grad, momentum_buffer (n) (NULL when momentum == 0), one pass */
 typedef void (*ampc_sgd_step_fn)(const ampc_sgd_args *a, ampc_dtype dt,
-                                 int64_t n, void *param, const void *grad,
+                                 int64_t n, void *param, void *grad,
                                  void *momentum_buffer);
 
 /* torch.optim.Adam's step (AdamW when decoupled), with its bias
@@ -432,7 +432,7 @@ typedef struct {
 /* param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq (n) (NULL unless
  * amsgrad), one pass */
 typedef void (*ampc_adam_step_fn)(const ampc_adam_args *a, ampc_dtype dt,
-                                  int64_t n, void *param, const void *grad,
+                                  int64_t n, void *param, void *grad,
                                   void *exp_avg, void *exp_avg_sq,
                                   void *max_exp_avg_sq);
 

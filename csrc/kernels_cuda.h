@@ -398,12 +398,11 @@ typedef int (*ampc_cuda_mse_bwd_fn)(ampc_dtype dt, int64_t n, int reduction,
  * args' grad_scale, found_inf and step are device pointers (or NULL), so a
  * step needs no host sync and can be captured in a CUDA graph. */
 typedef int (*ampc_cuda_sgd_step_fn)(const ampc_sgd_args *a, ampc_dtype dt,
-                                     int64_t n, void *param,
-                                     const void *grad,
+                                     int64_t n, void *param, void *grad,
                                      void *momentum_buffer);
 typedef int (*ampc_cuda_adam_step_fn)(const ampc_adam_args *a,
                                       ampc_dtype dt, int64_t n, void *param,
-                                      const void *grad, void *exp_avg,
+                                      void *grad, void *exp_avg,
                                       void *exp_avg_sq,
                                       void *max_exp_avg_sq);
 

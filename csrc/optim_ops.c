@@ -9,8 +9,8 @@
  * queued kernel.  PyTorch's _step_supports_amp_scaling contract: grad_scale
  * and found_inf (one-element float32 tensors on the param's device, or
  * None) are passed to the kernels as pointers, which skip the whole step
- * when *found_inf != 0 and use grad / *grad_scale (the grad tensor itself
- * is left scaled); and Adam's step may be a float32 tensor on the param's
+ * when *found_inf != 0 and use grad / *grad_scale, writing that unscaled
+ * gradient back to the grad tensor as torch's fused kernels do; and Adam's step may be a float32 tensor on the param's
  * device, which the kernel advances (unless skipped) and takes the bias
  * corrections from: a step then never waits for the GPU.
  */
@@ -90,6 +90,20 @@ grad_tensor(const char *fn, PyObject *obj, AmpcTensorObject *p)
         return NULL;
     }
     return ampc_contiguous(g);
+}
+
+/* After a step with a grad_scale, which unscaled the contiguous grad gc in
+ * place (unless found_inf skipped it): a non-contiguous grad gets gc's
+ * values copied back, unchanged ones included. */
+static int
+write_back_grad(PyObject *g_obj, AmpcTensorObject *gc)
+{
+    AmpcTensorObject *g = AMPC_TENSOR(g_obj);
+    if (gc != g && ampc_copy_into(g, gc) < 0) {
+        return -1;
+    }
+    g->storage->version++;
+    return 0;
 }
 
 /* torch's constructor check: "Invalid learning rate: -1.0" */
@@ -194,6 +208,10 @@ op_sgd_step_(PyObject *module, PyObject *args, PyObject *kwds)
     }
     else {
         ampc_cpu.sgd_step(&a, p->dtype, n, p->data, gc->data, bdata);
+    }
+    if (grad_scale != NULL && write_back_grad(g_obj, gc) < 0) {
+        Py_DECREF(gc);
+        return NULL;
     }
     Py_DECREF(gc);
     p->storage->version++;
@@ -330,6 +348,10 @@ op_adam_step_(PyObject *module, PyObject *args, PyObject *kwds)
         ampc_cpu.adam_step(&a, p->dtype, n, p->data, gc->data, m->data,
                            v->data, xdata);
     }
+    if (grad_scale != NULL && write_back_grad(g_obj, gc) < 0) {
+        Py_DECREF(gc);
+        return NULL;
+    }
     Py_DECREF(gc);
     p->storage->version++;
     m->storage->version++;
@@ -351,7 +373,8 @@ PyMethodDef ampc_optim_methods[] = {
      "sgd_step_(param, grad, momentum_buffer, lr, momentum, dampening, "
      "weight_decay, nesterov, maximize, first_step, *, grad_scale=None, "
      "found_inf=None): one fused in-place torch.optim.SGD step; skipped "
-     "entirely when found_inf != 0, the gradient divided by grad_scale"},
+     "entirely when found_inf != 0, the gradient divided by grad_scale "
+     "and written back"},
     {"adam_step_", (PyCFunction)(void (*)(void))op_adam_step_,
      METH_VARARGS | METH_KEYWORDS,
      "adam_step_(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, step, "

@@ -4,9 +4,31 @@
  * stores where every buffer is 16-byte aligned.  The device-side skip of
  * PyTorch's _step_supports_amp_scaling contract is read here: with
  * found_inf nonzero the kernels return at once, so nothing is written and
- * no host sync is needed.
+ * no host sync is needed; with a grad_scale, the unscaled gradient is
+ * written back to the grad tensor, as torch's fused kernels do.
  */
 #include "nn_common.cuh"
+
+/* g *= inv_scale, stored back at `at` (the grad_scale path, kernels.h) */
+template <ampc_dtype DT>
+__device__ __forceinline__ void
+unscale_pack(nn_pack<DT> &g, float inv_scale, nn_t<DT> *at)
+{
+#pragma unroll
+    for (int k = 0; k < nn_pack<DT>::N; k++) {
+        g.f[k] = g.f[k] * inv_scale;
+    }
+    g.store(at);
+}
+
+template <ampc_dtype DT>
+__device__ __forceinline__ float
+unscale_one(float g, float inv_scale, nn_t<DT> *at)
+{
+    g = g * inv_scale;
+    *at = nn_store<DT>(g);
+    return g;
+}
 
 // ----------------------------------------------------------------------------
 // CUDA kernels
@@ -17,13 +39,14 @@
 template <ampc_dtype DT>
 __global__ void
 sgd_step_kernel(ampc_sgd_args a, int64_t n, nn_t<DT> *param,
-                const nn_t<DT> *grad, nn_t<DT> *buf, int vec)
+                nn_t<DT> *grad, nn_t<DT> *buf, int vec)
 {
     if (ampc_optim_skip(a.found_inf)) {
         return;
     }
     constexpr int N = nn_pack<DT>::N;
     float inv_scale = ampc_optim_inv_scale(a.grad_scale);
+    int unscale = a.grad_scale != NULL;
     int has_buf = buf != NULL;
     /* the first step sets the buffer: its old contents are never read */
     int read_buf = has_buf && !a.first_step;
@@ -34,12 +57,15 @@ sgd_step_kernel(ampc_sgd_args a, int64_t n, nn_t<DT> *param,
         nn_pack<DT> p, g, b;
         p.load(param + i);
         g.load(grad + i);
+        if (unscale) {
+            unscale_pack<DT>(g, inv_scale, grad + i);
+        }
         if (read_buf) {
             b.load(buf + i);
         }
 #pragma unroll
         for (int k = 0; k < N; k++) {
-            p.f[k] = ampc_sgd_one(&a, inv_scale, p.f[k], g.f[k], has_buf,
+            p.f[k] = ampc_sgd_one(&a, 1.0f, p.f[k], g.f[k], has_buf,
                                   &b.f[k]);
         }
         p.store(param + i);
@@ -49,8 +75,12 @@ sgd_step_kernel(ampc_sgd_args a, int64_t n, nn_t<DT> *param,
     }
     for (int64_t i = nvec * N + nn_tid(); i < n; i += stride) {
         float b = read_buf ? nn_load<DT>(buf[i]) : 0.0f;
-        float p = ampc_sgd_one(&a, inv_scale, nn_load<DT>(param[i]),
-                               nn_load<DT>(grad[i]), has_buf, &b);
+        float g = nn_load<DT>(grad[i]);
+        if (unscale) {
+            g = unscale_one<DT>(g, inv_scale, grad + i);
+        }
+        float p = ampc_sgd_one(&a, 1.0f, nn_load<DT>(param[i]), g, has_buf,
+                               &b);
         param[i] = nn_store<DT>(p);
         if (has_buf) {
             buf[i] = nn_store<DT>(b);
@@ -72,7 +102,7 @@ adam_count_kernel(float *step, const float *found_inf)
 template <ampc_dtype DT>
 __global__ void
 adam_step_kernel(ampc_adam_args a, int64_t n, nn_t<DT> *param,
-                 const nn_t<DT> *grad, nn_t<DT> *exp_avg,
+                 nn_t<DT> *grad, nn_t<DT> *exp_avg,
                  nn_t<DT> *exp_avg_sq, nn_t<DT> *vmax, int vec)
 {
     if (ampc_optim_skip(a.found_inf)) {
@@ -87,6 +117,7 @@ adam_step_kernel(ampc_adam_args a, int64_t n, nn_t<DT> *param,
     }
     constexpr int N = nn_pack<DT>::N;
     float inv_scale = ampc_optim_inv_scale(a.grad_scale);
+    int unscale = a.grad_scale != NULL;
     int ams = vmax != NULL;
     int64_t stride = nn_nthreads();
     int64_t nvec = vec ? n / N : 0;
@@ -95,6 +126,9 @@ adam_step_kernel(ampc_adam_args a, int64_t n, nn_t<DT> *param,
         nn_pack<DT> p, g, m, s, x;
         p.load(param + i);
         g.load(grad + i);
+        if (unscale) {
+            unscale_pack<DT>(g, inv_scale, grad + i);
+        }
         m.load(exp_avg + i);
         s.load(exp_avg_sq + i);
         if (ams) {
@@ -102,7 +136,7 @@ adam_step_kernel(ampc_adam_args a, int64_t n, nn_t<DT> *param,
         }
 #pragma unroll
         for (int k = 0; k < N; k++) {
-            p.f[k] = ampc_adam_one(&a, inv_scale, p.f[k], g.f[k], &m.f[k],
+            p.f[k] = ampc_adam_one(&a, 1.0f, p.f[k], g.f[k], &m.f[k],
                                    &s.f[k], ams, &x.f[k]);
         }
         p.store(param + i);
@@ -115,8 +149,12 @@ adam_step_kernel(ampc_adam_args a, int64_t n, nn_t<DT> *param,
     for (int64_t i = nvec * N + nn_tid(); i < n; i += stride) {
         float m = nn_load<DT>(exp_avg[i]), s = nn_load<DT>(exp_avg_sq[i]);
         float x = ams ? nn_load<DT>(vmax[i]) : 0.0f;
-        float p = ampc_adam_one(&a, inv_scale, nn_load<DT>(param[i]),
-                                nn_load<DT>(grad[i]), &m, &s, ams, &x);
+        float g = nn_load<DT>(grad[i]);
+        if (unscale) {
+            g = unscale_one<DT>(g, inv_scale, grad + i);
+        }
+        float p = ampc_adam_one(&a, 1.0f, nn_load<DT>(param[i]), g, &m, &s,
+                                ams, &x);
         param[i] = nn_store<DT>(p);
         exp_avg[i] = nn_store<DT>(m);
         exp_avg_sq[i] = nn_store<DT>(s);
@@ -132,7 +170,7 @@ adam_step_kernel(ampc_adam_args a, int64_t n, nn_t<DT> *param,
 /* param, grad, momentum_buffer (n) */
 extern "C" int
 ampc_sgd_step_cuda(const ampc_sgd_args *a, ampc_dtype dt, int64_t n,
-                   void *param, const void *grad, void *momentum_buffer)
+                   void *param, void *grad, void *momentum_buffer)
 {
     if (n <= 0) {
         return 0;
@@ -144,7 +182,7 @@ ampc_sgd_step_cuda(const ampc_sgd_args *a, ampc_dtype dt, int64_t n,
         int64_t work = vec ? CEIL_DIV(n, nn_pack<DT>::N) : n;
         sgd_step_kernel<DT><<<nn_blocks(work, AMPC_NN_THREADS),
                               AMPC_NN_THREADS, 0, st>>>(
-            *a, n, (nn_t<DT> *)param, (const nn_t<DT> *)grad,
+            *a, n, (nn_t<DT> *)param, (nn_t<DT> *)grad,
             (nn_t<DT> *)momentum_buffer, vec);
     });
     AMPC_CUDA_CHECK_LAUNCH();
@@ -154,7 +192,7 @@ ampc_sgd_step_cuda(const ampc_sgd_args *a, ampc_dtype dt, int64_t n,
 /* param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq (n) */
 extern "C" int
 ampc_adam_step_cuda(const ampc_adam_args *a, ampc_dtype dt, int64_t n,
-                    void *param, const void *grad, void *exp_avg,
+                    void *param, void *grad, void *exp_avg,
                     void *exp_avg_sq, void *max_exp_avg_sq)
 {
     cudaStream_t st = ampc_cuda_stream();
@@ -173,7 +211,7 @@ ampc_adam_step_cuda(const ampc_adam_args *a, ampc_dtype dt, int64_t n,
         int64_t work = vec ? CEIL_DIV(n, nn_pack<DT>::N) : n;
         adam_step_kernel<DT><<<nn_blocks(work, AMPC_NN_THREADS),
                                AMPC_NN_THREADS, 0, st>>>(
-            *a, n, (nn_t<DT> *)param, (const nn_t<DT> *)grad,
+            *a, n, (nn_t<DT> *)param, (nn_t<DT> *)grad,
             (nn_t<DT> *)exp_avg, (nn_t<DT> *)exp_avg_sq,
             (nn_t<DT> *)max_exp_avg_sq, vec);
     });

@@ -16,7 +16,7 @@ import pytest
 
 import ampc
 import reference as ref
-from cuda_helpers import requires_cuda, torch_cuda
+from cuda_helpers import device, requires_cuda, torch_cuda
 from helpers import from_values, to64
 
 pytestmark = pytest.mark.cuda
@@ -98,8 +98,8 @@ def _torch_or_skip():
                          + ADAM_CASES)
 def test_fused_skip_and_unscale_match_torch_cpu(name, kw):
     """fused=True on the CPU with grad_scale and found_inf, steps 0/1/0/1/0:
-    params and states as torch's fused CPU optimizer (grads left scaled
-    here: documented)."""
+    params, states and the grads (unscaled in place unless skipped) as
+    torch's fused CPU optimizer."""
     torch = _torch_or_skip()
     rng = np.random.default_rng(3)
     p0 = rng.normal(size=(13, 11)).astype(np.float32)
@@ -125,7 +125,9 @@ def test_fused_skip_and_unscale_match_torch_cpu(name, kw):
                                    atol=2e-7, err_msg=f"step {i}")
         if fi:
             _exact(ap, before, "a skipped step changed the param: ")
-        np.testing.assert_array_equal(ap.grad.numpy(), g)
+        np.testing.assert_array_equal(ap.grad.numpy(), tp.grad.numpy())
+        np.testing.assert_array_equal(ap.grad.numpy(),
+                                      g if fi else g / np.float32(scale))
     for key, tv in topt.state[tp].items():
         want = tv.double().numpy()
         # cancellation in the moments: an absolute bound from their scale
@@ -150,6 +152,44 @@ def test_c_sgd_found_inf_writes_nothing(dtype):
     C.sgd_step_(p, g, buf, 0.1, 0.9, 0.0, 0.01, False, False, False,
                 found_inf=ampc.tensor(0.0))
     assert not np.array_equal(to64(p), to64(p0))
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("step", ["sgd", "adam"])
+@pytest.mark.parametrize("layout", ["contiguous", "transposed"])
+def test_c_grad_scale_writes_the_unscaled_grad_back(device, dtype, step,
+                                                    layout):
+    """As torch's fused kernels: with grad_scale the grad tensor ends up
+    unscaled (g * (1 / scale), rounded to its dtype), a non-contiguous grad
+    included; with found_inf set it is left as it was."""
+    rng = np.random.default_rng(6)
+    scale = 3.0             # not a power of two: the product rounds
+    gv = ref.round_to(rng.normal(size=(6, 9)) * 1e3, dtype)
+    p = from_values(rng.normal(size=(6, 9)), dtype).to(device)
+
+    def grad():
+        if layout == "contiguous":
+            return from_values(gv, dtype).to(device)
+        return from_values(gv.T.copy(), dtype).to(device).t()
+
+    def run(g, fi):
+        kw = dict(grad_scale=ampc.tensor(scale).to(device),
+                  found_inf=ampc.tensor(fi).to(device))
+        if step == "sgd":
+            C.sgd_step_(p, g, None, 0.1, 0.0, 0.0, 0.0, False, False, False,
+                        **kw)
+        else:
+            m, v = ampc.zeros_like(p), ampc.zeros_like(p)
+            C.adam_step_(p, g, m, v, None, 1, 0.01, 0.9, 0.999, 1e-8, 0.0,
+                         False, False, False, **kw)
+
+    g = grad()
+    run(g, 1.0)
+    np.testing.assert_array_equal(to64(g.cpu()), gv)
+    run(g, 0.0)
+    want = ref.round_to(gv.astype(np.float32) * np.float32(1.0 / scale),
+                        dtype)
+    np.testing.assert_array_equal(to64(g.cpu()), want)
 
 
 @pytest.mark.parametrize("dtype", FLOATS)
@@ -339,6 +379,7 @@ def test_device_skip_and_unscale(dtype, name, kw):
     r, a = ref.tolerance(dtype, 4)
     np.testing.assert_allclose(to64(pg.detach().cpu()), to64(pc.detach()),
                                rtol=r, atol=a)
+    _exact(pg.grad, pc.grad, "the unscaled grad: ")
     if "step" in og.state[pg]:
         assert float(og.state[pg]["step"]) == 3.0
     # one more skipped step: nothing moves, bit for bit
@@ -402,6 +443,8 @@ def test_cuda_matches_torch_cuda_fused(name, kw):
         aopt.found_inf = ampc.tensor(fi).to("cuda")
         topt.step()
         aopt.step()
+        np.testing.assert_array_equal(to64(ap.grad.cpu()),
+                                      tp.grad.double().cpu().numpy())
     np.testing.assert_allclose(to64(ap.detach().cpu()),
                                tp.detach().double().cpu().numpy(),
                                rtol=1e-5, atol=1e-6)

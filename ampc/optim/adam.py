@@ -28,7 +28,8 @@ class Adam(Optimizer):
     ``fused=True`` sets ``_step_supports_amp_scaling``, as torch: a
     GradScaler hands the step ``grad_scale`` and ``found_inf`` tensors, the
     kernel skips the step on the device when ``found_inf`` is nonzero and
-    divides the gradients by ``grad_scale`` (``.grad`` is left scaled).
+    divides the gradients by ``grad_scale``, writing them back unscaled to
+    ``.grad`` as torch's fused kernels do.
     With ``fused=True`` or ``capturable=True`` (CUDA parameters only, as
     torch) the state's ``step`` is a float32 tensor on the parameter's
     device, advanced by the kernel unless the step is skipped, with the

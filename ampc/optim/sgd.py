@@ -61,8 +61,9 @@ class SGD(Optimizer):
     GradScaler then hands the step its ``grad_scale`` and ``found_inf``
     tensors (attributes of the optimizer) instead of syncing to decide the
     skip, and the kernel itself skips the step when ``found_inf`` is nonzero
-    and divides the gradients by ``grad_scale`` (the ``.grad`` tensors are
-    left scaled).  On a GPU the step then never waits for the device.
+    and divides the gradients by ``grad_scale``, writing them back unscaled
+    to ``.grad`` as torch's fused kernels do.  On a GPU the step then never
+    waits for the device.
     NOTE: with momentum, the buffer starts at zero; if the very first step is
     skipped, the next one treats it as a later step (buf = (1 - dampening)
     * g instead of g, the same when dampening is 0).

@@ -250,9 +250,9 @@ void ampc_mse_loss_bwd_ref(ampc_dtype dt, int64_t n, const void *x,
 void ampc_masked_scale_ref(ampc_dtype dt, int64_t n, const void *x,
                            const uint8_t *mask, float scale, void *y);
 void ampc_sgd_step_ref(const ampc_sgd_args *a, ampc_dtype dt, int64_t n,
-                       void *param, const void *grad, void *momentum_buffer);
+                       void *param, void *grad, void *momentum_buffer);
 void ampc_adam_step_ref(const ampc_adam_args *a, ampc_dtype dt, int64_t n,
-                        void *param, const void *grad, void *exp_avg,
+                        void *param, void *grad, void *exp_avg,
                         void *exp_avg_sq, void *max_exp_avg_sq);
 /* Only ref implements these: they touch one element per row. */
 void ampc_nll_loss_fwd_ref(const ampc_class_loss_shape *s, ampc_dtype dt,
@@ -292,9 +292,9 @@ void ampc_mse_loss_bwd_avx2(ampc_dtype dt, int64_t n, const void *x,
 void ampc_masked_scale_avx2(ampc_dtype dt, int64_t n, const void *x,
                             const uint8_t *mask, float scale, void *y);
 void ampc_sgd_step_avx2(const ampc_sgd_args *a, ampc_dtype dt, int64_t n,
-                        void *param, const void *grad, void *momentum_buffer);
+                        void *param, void *grad, void *momentum_buffer);
 void ampc_adam_step_avx2(const ampc_adam_args *a, ampc_dtype dt, int64_t n,
-                         void *param, const void *grad, void *exp_avg,
+                         void *param, void *grad, void *exp_avg,
                          void *exp_avg_sq, void *max_exp_avg_sq);
 
 void ampc_relu_bwd_avx512(ampc_dtype dt, int64_t n, const void *grad_out,
@@ -327,10 +327,10 @@ void ampc_mse_loss_bwd_avx512(ampc_dtype dt, int64_t n, const void *x,
 void ampc_masked_scale_avx512(ampc_dtype dt, int64_t n, const void *x,
                               const uint8_t *mask, float scale, void *y);
 void ampc_sgd_step_avx512(const ampc_sgd_args *a, ampc_dtype dt, int64_t n,
-                          void *param, const void *grad,
+                          void *param, void *grad,
                           void *momentum_buffer);
 void ampc_adam_step_avx512(const ampc_adam_args *a, ampc_dtype dt, int64_t n,
-                           void *param, const void *grad, void *exp_avg,
+                           void *param, void *grad, void *exp_avg,
                            void *exp_avg_sq, void *max_exp_avg_sq);
 
 #endif /* AMPC_CPU_CPU_H */

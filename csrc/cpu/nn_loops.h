@@ -1019,9 +1019,25 @@ typedef struct {
     const ampc_sgd_args *sgd;
     const ampc_adam_args *adam;
     ampc_dtype dt;
-    void *param, *buf, *exp_avg, *exp_avg_sq, *max_exp_avg_sq;
-    const void *grad;
+    void *param, *grad, *buf, *exp_avg, *exp_avg_sq, *max_exp_avg_sq;
 } ampc_optim_ctx;
+
+/* With a grad_scale (PyTorch's fused-optimizer contract), the block's
+ * gradients are unscaled, g * inv_scale, and written back to the grad
+ * tensor, as torch's fused kernels do; returns the unscaled values.  gv is
+ * the loaded block, gb its buffer, gp the block in the tensor. */
+static AMPC_ALWAYS_INLINE const float *
+ampc_optim_unscale_block(const ampc_converters *cv, ampc_dtype dt,
+                         float inv_scale, const float *gv, float *gb,
+                         int64_t m, char *gp)
+{
+    float *u = dt == AMPC_FLOAT32 ? (float *)gp : gb;
+    for (int64_t j = 0; j < m; j++) {
+        u[j] = gv[j] * inv_scale;
+    }
+    ampc_store_block_f32(cv, dt, u, m, gp, 1, NULL);
+    return u;
+}
 
 /* param -= lr * d, where d is grad (negated when maximizing), plus
  * weight_decay * param, then through the momentum buffer:
@@ -1042,12 +1058,16 @@ ampc_sgd_range(const ampc_converters *cv, const ampc_optim_ctx *c, int64_t b,
         int64_t m = ampc_nn_min(AMPC_BLOCK, e - i);
         char *pp = (char *)c->param + i * (int64_t)es;
         const float *pv = ampc_load_block_f32(cv, dt, pp, 1, m, pb, NULL);
-        const float *gv = ampc_load_block_f32(
-            cv, dt, (const char *)c->grad + i * (int64_t)es, 1, m, gb, NULL);
-        /* d lives in gb; a float32 grad is read in place, never written */
+        char *gp = (char *)c->grad + i * (int64_t)es;
+        const float *gv = ampc_load_block_f32(cv, dt, gp, 1, m, gb, NULL);
+        if (a->grad_scale != NULL) {
+            gv = ampc_optim_unscale_block(cv, dt, inv_scale, gv, gb, m, gp);
+        }
+        /* d lives in gb; a float32 grad is read in place (written only by
+         * the unscale above) */
         float *d = gb;
         for (int64_t j = 0; j < m; j++) {
-            d[j] = ampc_optim_grad(gv[j], inv_scale, sign);
+            d[j] = ampc_optim_grad(gv[j], 1.0f, sign);
         }
         if (a->weight_decay != 0.0f) {
             for (int64_t j = 0; j < m; j++) {
@@ -1120,8 +1140,11 @@ ampc_adam_range(const ampc_converters *cv, ampc_sqrt_block_fn sqrt_block,
         char *mp = (char *)c->exp_avg + off;
         char *vp = (char *)c->exp_avg_sq + off;
         float *pv = (float *)ampc_load_block_f32(cv, dt, pp, 1, m, pb, NULL);
-        const float *gv = ampc_load_block_f32(
-            cv, dt, (const char *)c->grad + off, 1, m, gb, NULL);
+        char *gp = (char *)c->grad + off;
+        const float *gv = ampc_load_block_f32(cv, dt, gp, 1, m, gb, NULL);
+        if (a->grad_scale != NULL) {
+            gv = ampc_optim_unscale_block(cv, dt, inv_scale, gv, gb, m, gp);
+        }
         float *mv = (float *)ampc_load_block_f32(cv, dt, mp, 1, m, mb, NULL);
         float *vv = (float *)ampc_load_block_f32(cv, dt, vp, 1, m, vb, NULL);
         float *d = xb;
@@ -1129,7 +1152,7 @@ ampc_adam_range(const ampc_converters *cv, ampc_sqrt_block_fn sqrt_block,
         /* NOTE: pv, mv and vv point into float32 tensors themselves, so the
          * updates below are the stores; other dtypes are narrowed after. */
         for (j = 0; j < m; j++) {
-            d[j] = ampc_optim_grad(gv[j], inv_scale, sign);
+            d[j] = ampc_optim_grad(gv[j], 1.0f, sign);
         }
         if (a->weight_decay != 0.0f && a->decoupled) {
             for (j = 0; j < m; j++) {
@@ -1181,7 +1204,7 @@ ampc_adam_range(const ampc_converters *cv, ampc_sqrt_block_fn sqrt_block,
 /* With a->found_inf (a host pointer here) nonzero, nothing is written. */
 static inline void
 ampc_sgd_launch(ampc_range_fn range, const ampc_sgd_args *a, ampc_dtype dt,
-                int64_t n, void *param, const void *grad, void *buf)
+                int64_t n, void *param, void *grad, void *buf)
 {
     if (ampc_optim_skip(a->found_inf)) {
         return;
@@ -1196,7 +1219,7 @@ ampc_sgd_launch(ampc_range_fn range, const ampc_sgd_args *a, ampc_dtype dt,
  * from it (host pointers here). */
 static inline void
 ampc_adam_launch(ampc_range_fn range, const ampc_adam_args *a, ampc_dtype dt,
-                 int64_t n, void *param, const void *grad, void *exp_avg,
+                 int64_t n, void *param, void *grad, void *exp_avg,
                  void *exp_avg_sq, void *max_exp_avg_sq)
 {
     if (ampc_optim_skip(a->found_inf)) {

@@ -38,7 +38,7 @@ adam_range(void *ctx, int64_t b, int64_t e)
 /* param, grad, momentum_buffer (n) */
 void
 ampc_sgd_step_avx2(const ampc_sgd_args *a, ampc_dtype dt, int64_t n,
-                   void *param, const void *grad, void *momentum_buffer)
+                   void *param, void *grad, void *momentum_buffer)
 {
     ampc_sgd_launch(sgd_range, a, dt, n, param, grad, momentum_buffer);
 }
@@ -46,7 +46,7 @@ ampc_sgd_step_avx2(const ampc_sgd_args *a, ampc_dtype dt, int64_t n,
 /* param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq (n) */
 void
 ampc_adam_step_avx2(const ampc_adam_args *a, ampc_dtype dt, int64_t n,
-                    void *param, const void *grad, void *exp_avg,
+                    void *param, void *grad, void *exp_avg,
                     void *exp_avg_sq, void *max_exp_avg_sq)
 {
     ampc_adam_launch(adam_range, a, dt, n, param, grad, exp_avg, exp_avg_sq,
