@@ -31,6 +31,12 @@ struct HostBlock {
     size_t size;
     bool in_use;
     std::vector<cudaEvent_t> events;    /* pending reads, after free */
+    /* devices whose ampc stream was being captured into a CUDA graph at
+     * free: an event recorded there would be a captured one, which the host
+     * cannot query (cudaEventQuery fails, and that must not read as done),
+     * and it would not follow the work queued before the capture.  The
+     * event is recorded once the capture is over. */
+    std::vector<int> deferred;
 };
 
 std::mutex host_mu;
@@ -50,16 +56,93 @@ host_round(size_t n)
     return s;
 }
 
+/* True while `s` is being captured into a CUDA graph (by any thread). */
+bool
+stream_capturing(cudaStream_t s)
+{
+    cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
+    if (cudaStreamIsCapturing(s, &cs) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return false;       /* a broken stream: the record below fails too */
+    }
+    return cs != cudaStreamCaptureStatusNone;
+}
+
+/* *out = an event recorded on device d's ampc stream s after the work
+ * queued there so far; 0 or an error code (*out NULL).  Leaves the
+ * current device as it was. */
+int
+record_after(int d, cudaStream_t s, cudaEvent_t *out)
+{
+    *out = nullptr;
+    int prev = ampc_cuda_current_device();
+    int rc = ampc_set_device_cuda(d);
+    if (rc != 0) {
+        return rc;
+    }
+    cudaEvent_t e = nullptr;
+    cudaError_t err = cudaEventCreateWithFlags(&e, cudaEventDisableTiming);
+    if (err == cudaSuccess) {
+        err = cudaEventRecord(e, s);
+        if (err != cudaSuccess) {
+            (void)cudaEventDestroy(e);
+        }
+    }
+    if (err != cudaSuccess) {
+        (void)cudaGetLastError();
+        ampc_cuda_record_error(__FILE__, __LINE__, "cudaEventRecord",
+                               (int)err);
+        (void)ampc_set_device_cuda(prev);
+        return (int)err;
+    }
+    *out = e;
+    return ampc_set_device_cuda(prev);
+}
+
+/* Keeps b from reuse until the work queued so far on device d's stream s
+ * has run: an event, or (capturing) a deferred one; without an event, s is
+ * waited for at once.  0 or the error that made it wait. */
+int
+guard_block(HostBlock *b, int d, cudaStream_t s)
+{
+    if (stream_capturing(s)) {
+        b->deferred.push_back(d);
+        return 0;
+    }
+    cudaEvent_t e = nullptr;
+    int rc = record_after(d, s, &e);
+    if (rc == 0) {
+        b->events.push_back(e);
+        return 0;
+    }
+    if (cudaStreamSynchronize(s) != cudaSuccess) {
+        (void)cudaGetLastError();   /* a failed stream reads nothing more */
+    }
+    return rc;
+}
+
 /* Moves pending blocks whose reads have all completed to host_ready.  With
- * host_mu held.  `wait` blocks on the events instead (empty_cache). */
+ * host_mu held.  `wait` blocks on the events instead (empty_cache); a block
+ * whose stream is still being captured stays pending either way. */
 void
 host_collect(bool wait)
 {
     size_t keep = 0;
     for (size_t i = 0; i < host_pending.size(); i++) {
         HostBlock *b = host_pending[i];
-        bool done = true;
-        for (cudaEvent_t e : b->events) {
+        /* captures that have ended since the free: record their events
+         * now (guard_block defers again a stream still capturing) */
+        std::vector<int> waiting;
+        waiting.swap(b->deferred);
+        for (int d : waiting) {
+            cudaStream_t s = ampc_cuda_stream_if_created(d);
+            if (s != nullptr) {
+                (void)guard_block(b, d, s);
+            }
+        }
+        bool done = b->deferred.empty();
+        for (size_t k = 0; done && k < b->events.size(); k++) {
+            cudaEvent_t e = b->events[k];
             cudaError_t err = wait ? cudaEventSynchronize(e)
                                    : cudaEventQuery(e);
             if (err == cudaErrorNotReady) {
@@ -112,7 +195,7 @@ host_alloc(size_t nbytes, void **out)
         err = cudaHostAlloc(&p, size, cudaHostAllocPortable);
     }
     AMPC_CUDA_CHECK(err);
-    HostBlock *b = new HostBlock{(char *)p, size, true, {}};
+    HostBlock *b = new HostBlock{(char *)p, size, true, {}, {}};
     host_blocks[(uintptr_t)p] = b;
     *out = p;
     return 0;
@@ -135,50 +218,26 @@ host_free(void *ptr)
     }
     HostBlock *b = it->second;
     b->in_use = false;
-    int prev = ampc_cuda_current_device();
     int rc = 0;
-    for (int d = 0; d < AMPC_CUDA_MAX_DEVICES && rc == 0; d++) {
+    for (int d = 0; d < AMPC_CUDA_MAX_DEVICES; d++) {
         cudaStream_t s = ampc_cuda_stream_if_created(d);
         if (s == nullptr) {
             continue;
         }
-        rc = ampc_set_device_cuda(d);
-        if (rc != 0) {
-            break;
-        }
-        cudaEvent_t e = nullptr;
-        cudaError_t err = cudaEventCreateWithFlags(&e,
-                                                   cudaEventDisableTiming);
-        if (err == cudaSuccess) {
-            b->events.push_back(e);
-            err = cudaEventRecord(e, s);
-        }
-        if (err != cudaSuccess) {
-            (void)cudaGetLastError();
-            ampc_cuda_record_error(__FILE__, __LINE__, "cudaEventRecord",
-                                   (int)err);
-            rc = (int)err;
+        /* NOTE: a stream whose event cannot be recorded is waited for
+         * instead (never a capturing one: that would end its capture) */
+        int drc = guard_block(b, d, s);
+        if (rc == 0) {
+            rc = drc;
         }
     }
-    int rc2 = ampc_set_device_cuda(prev);
-    if (rc != 0) {
-        /* NOTE: without its events the block cannot be known idle; wait for
-         * the streams instead, then it is free at once. */
-        for (int d = 0; d < AMPC_CUDA_MAX_DEVICES; d++) {
-            cudaStream_t s = ampc_cuda_stream_if_created(d);
-            if (s != nullptr && cudaStreamSynchronize(s) != cudaSuccess) {
-                (void)cudaGetLastError();
-            }
-        }
-        for (cudaEvent_t e : b->events) {
-            (void)cudaEventDestroy(e);
-        }
-        b->events.clear();
+    if (b->events.empty() && b->deferred.empty()) {
         host_ready.emplace(b->size, b);
-        return rc;
     }
-    host_pending.push_back(b);
-    return rc2;
+    else {
+        host_pending.push_back(b);
+    }
+    return rc;
 }
 
 /* Whether [p, p + n) lies inside one of our pinned blocks. */
@@ -554,8 +613,13 @@ copy_launch(const ampc_iter *it, int64_t n)
     if (it->ndim == 1 && it->strides[0][0] == 1) {
         int64_t ss = it->strides[1][0];
         if (ss == 1 && S == D) {
-            AMPC_CUDA_CHECK(cudaMemcpyAsync(dst, src, (size_t)n * sizeof(DT),
-                                            cudaMemcpyDeviceToDevice, s));
+            /* x.copy_(x) reaches here (unalias keeps an exact alias):
+             * nothing to move, and cudaMemcpy's ranges must not overlap */
+            if ((const void *)dst != (const void *)src) {
+                AMPC_CUDA_CHECK(cudaMemcpyAsync(dst, src,
+                                                (size_t)n * sizeof(DT),
+                                                cudaMemcpyDeviceToDevice, s));
+            }
             return 0;
         }
         bool vec = aligned(dst, sizeof(DT) * N);
