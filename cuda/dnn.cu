@@ -330,6 +330,18 @@ find_workspace(ampc_scratch *ws, size_t *size)
     *size = 0;
 }
 
+/* cuDNN 9 reports "not supported" as a category (3000) plus a reason
+ * (CUDNN_STATUS_NOT_SUPPORTED_SHAPE is 3002, ...): any of them is one. */
+static bool
+dnn_not_supported(cudnnStatus_t st)
+{
+#ifdef CUDNN_STATUS_CATEGORY
+    return CUDNN_STATUS_CATEGORY((int)st) == (int)CUDNN_STATUS_NOT_SUPPORTED;
+#else
+    return st == CUDNN_STATUS_NOT_SUPPORTED;
+#endif
+}
+
 static int
 no_algo(void)
 {
@@ -477,7 +489,7 @@ dnn_fwd(const ampc_conv2d_shape *s, ampc_dtype dt, const void *x,
         if (st == CUDNN_STATUS_SUCCESS) {
             return 0;
         }
-        if (st != CUDNN_STATUS_NOT_SUPPORTED) {
+        if (!dnn_not_supported(st)) {
             rc = AMPC_CUDNN_ERROR_BASE + (int)st;
             ampc_cuda_record_error(__FILE__, __LINE__,
                                    "cudnnConvolutionBiasActivationForward",
@@ -538,6 +550,17 @@ dnn_bwd_weight(const ampc_conv2d_shape *s, ampc_dtype dt, const void *dy,
     return 0;
 }
 
+/* cuDNN's legacy descriptors refuse a tensor of more than 2^31 - 1
+ * elements (PyTorch splits the batch for it): such a problem takes the
+ * GEMM path, whose indices are 64-bit, instead of failing. */
+static bool
+dnn_fits(const ampc_conv2d_shape *s)
+{
+    return s->n * s->c * s->h * s->w <= INT_MAX &&
+           s->n * s->oc * s->oh * s->ow <= INT_MAX &&
+           s->oc * s->c * s->kh * s->kw <= INT_MAX;
+}
+
 #else /* no cuDNN */
 
 extern "C" int
@@ -576,7 +599,7 @@ ampc_conv2d_fwd_cuda(const ampc_conv2d_shape *s, ampc_dtype dt,
 #ifdef AMPC_HAVE_CUDNN
     /* NOTE: cuDNN is never given a zero-sized dimension: with C == 0 the
      * sum is empty (y = bias [relu]), which the GEMM path's k == 0 writes */
-    if (o->enabled && s->c > 0) {
+    if (o->enabled && s->c > 0 && dnn_fits(s)) {
         return dnn_fwd(s, dt, x, w, bias, relu, y, o);
     }
 #endif /* AMPC_HAVE_CUDNN */
@@ -595,7 +618,7 @@ ampc_conv2d_bwd_input_cuda(const ampc_conv2d_shape *s, ampc_dtype dt,
     }
 #ifdef AMPC_HAVE_CUDNN
     /* OC == 0: dx is all zeros, written by the GEMM path (k == 0) */
-    if (o->enabled && s->oc > 0) {
+    if (o->enabled && s->oc > 0 && dnn_fits(s)) {
         return dnn_bwd_input(s, dt, dy, w, dx, o);
     }
 #endif /* AMPC_HAVE_CUDNN */
@@ -628,7 +651,7 @@ ampc_conv2d_bwd_weight_cuda(const ampc_conv2d_shape *s, ampc_dtype dt,
         return 0;
     }
 #ifdef AMPC_HAVE_CUDNN
-    if (o->enabled) {
+    if (o->enabled && dnn_fits(s)) {
         return dnn_bwd_weight(s, dt, dy, x, dw, o);
     }
 #endif /* AMPC_HAVE_CUDNN */
