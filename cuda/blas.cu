@@ -498,8 +498,14 @@ ampc_gemm_cuda(const ampc_gemm_args *g, int allow_tf32)
      * NaN (ampc's relu does); the kernel's relu after the rounding is exact
      * (RNE is monotone and keeps the sign, so relu(round(x)) ==
      * round(relu(x))). */
+    /* NOTE: no Lt preference describes the bias pointer's alignment (the
+     * heuristic assumes an aligned one; a misaligned bias has been seen to
+     * fault in the BIAS epilogue, a sticky error), so a bias view at an odd
+     * offset, e.g. a slice of a flat parameter buffer, takes the kernel
+     * path instead. */
     int fused = bias == NULL ||
-                (g->bias_mode == AMPC_BIAS_COL && g->cdt == g->dt);
+                (g->bias_mode == AMPC_BIAS_COL && g->cdt == g->dt &&
+                 ((uintptr_t)bias & 15) == 0);
     int scratch = !fused && g->cdt != AMPC_FLOAT32;
     if (rc == 0 && scratch) {
         rc = ampc_cuda_scratch_alloc((size_t)(batch * m * n) * sizeof(float),
