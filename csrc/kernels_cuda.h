@@ -328,8 +328,9 @@ typedef int (*ampc_cuda_max_pool2d_fwd_fn)(const ampc_pool2d_shape *s,
  * element the float32 sum, in output order, of the gradients whose index
  * points at it (the CPU's order, so float32 gives the CPU's bits).  With the
  * forward's geometry (s->kh > 0) each input element gathers from the
- * outputs whose window can hold it; without it (s->kh == 0), one thread per
- * plane scans the plane's outputs.  No atomics: deterministic.  An index
+ * outputs whose window can hold it; without it (s->kh == 0), or when some
+ * window holds no element (ceil_mode: its index lies outside it), one
+ * thread per plane scans the plane's outputs.  No atomics: deterministic.  An index
  * outside its plane is skipped (and reported: ampc_nn_error). */
 typedef int (*ampc_cuda_max_pool2d_bwd_fn)(const ampc_pool2d_shape *s,
                                            ampc_dtype dt,

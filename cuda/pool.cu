@@ -150,6 +150,27 @@ narrow_kernel(int64_t n, const float *acc, nn_t<DT> *out)
 // ----------------------------------------------------------------------------
 // kernel launchers
 
+/* Whether one of the `out` windows along an axis of `in` elements holds no
+ * element (ceil_mode with padding and dilation: a last window can lie wholly
+ * in the padding).  The forward gives such an output -inf and the index
+ * ih0 * W + iw0 (torch's rule), which can name an element outside that
+ * window, where the CPU's backward adds the gradient; the gather, which
+ * visits only windows that hold the element, would miss it. */
+static int
+pool_axis_has_empty_window(int64_t in, int64_t out, int64_t k, int64_t st,
+                           int64_t pad, int64_t dil)
+{
+    for (int64_t i = 0; i < out; i++) {
+        int64_t a0 = i * st - pad;
+        int64_t a1 = a0 + (k - 1) * dil + 1 < in ? a0 + (k - 1) * dil + 1
+                                                 : in;
+        if (ampc_pool_first(a0, dil) >= a1) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
 /* x (planes, H, W) -> y, idx (planes, OH, OW) */
 extern "C" int
 ampc_max_pool2d_fwd_cuda(const ampc_pool2d_shape *s, ampc_dtype dt,
@@ -185,7 +206,12 @@ ampc_max_pool2d_bwd_cuda(const ampc_pool2d_shape *s, ampc_dtype dt,
         return rc;
     }
     cudaStream_t st = ampc_cuda_stream();
-    if (s->kh > 0) {
+    /* an empty window's index may lie outside it: the scan then, as the CPU */
+    if (s->kh > 0 &&
+        !pool_axis_has_empty_window(s->h, s->oh, s->kh, s->sh, s->ph,
+                                    s->dh) &&
+        !pool_axis_has_empty_window(s->w, s->ow, s->kw, s->sw, s->pw,
+                                    s->dw)) {
         AMPC_NN_DISPATCH(dt, DT, {
             max_pool2d_bwd_gather_kernel<DT>
                 <<<nn_blocks(n, AMPC_NN_THREADS), AMPC_NN_THREADS, 0, st>>>(

@@ -177,6 +177,28 @@ def test_max_pool2d(dtype, geo, shape):
 
 
 @requires_cuda
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_max_pool2d_window_in_the_padding(dtype):
+    """ceil_mode with padding and dilation: a last window holding no element
+    gives -inf and an index outside it (torch's rule); the backward still
+    sends its gradient there, on the GPU as on the CPU."""
+    geo = dict(kernel_size=2, stride=3, padding=1, dilation=3,
+               ceil_mode=True)
+    x = np.arange(2 * 8, dtype=np.float64).reshape(2, 1, 4, 2)
+    xc, xg = pair(x, dtype)
+    yc, ic = C.max_pool2d(xc, **geo)
+    yg, ig = C.max_pool2d(xg, **geo)
+    assert np.isinf(to64(yc)).all()
+    exact(yg, yc, "output: ")
+    exact(ig, ic, "indices: ")
+    gc, gg = pair(np.array([1.0, 2.0, 3.0, 4.0]).reshape(yc.shape), dtype)
+    want = C.max_pool2d_backward(gc, ic, tuple(xc.shape))
+    assert to64(want).sum() == 10.0
+    exact(C.max_pool2d_backward(gg, ig, tuple(xg.shape), 2, 3, 1, 3), want,
+          "gather geometry: ")
+
+
+@requires_cuda
 @pytest.mark.parametrize("layout", ["step", "t"])
 def test_max_pool2d_non_contiguous_autograd(layout):
     x = np.random.default_rng(5).normal(size=(2, 3, 10, 10))
