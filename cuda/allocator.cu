@@ -134,6 +134,7 @@ release_free_segments(Pool *pool, int device)
         /* cudaFree on the segment's own device, as cudaMalloc was */
         int rc = ampc_set_device_cuda(d);
         if (rc != 0) {
+            (void)ampc_set_device_cuda(current);    /* an earlier d's */
             return rc;
         }
         for (int s = 0; s < 2; s++) {

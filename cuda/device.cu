@@ -153,13 +153,15 @@ ampc_cuda_current_device(void)
 extern "C" int
 ampc_set_device_cuda(int index)
 {
-    if (index == current_device) {
-        return 0;
-    }
+    /* checked first: on a thread that has not asked yet, current_device
+     * is still -1, which must not pass for a valid index */
     if (index < 0 || index >= AMPC_CUDA_MAX_DEVICES) {
         ampc_cuda_record_error(__FILE__, __LINE__, "set_device(index)",
                                (int)cudaErrorInvalidDevice);
         return (int)cudaErrorInvalidDevice;
+    }
+    if (index == current_device) {
+        return 0;
     }
     AMPC_CUDA_CHECK(cudaSetDevice(index));
     current_device = index;
