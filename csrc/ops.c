@@ -345,13 +345,16 @@ ampc_has_internal_overlap(AmpcTensorObject *t)
     return 0;
 }
 
-/* An input that shares memory with `out` but is not exactly `out` is copied
- * first, so that writes cannot feed later reads.  Returns a new reference. */
+/* An input that shares memory with `out` but is not exactly `out` (the same
+ * elements: data, shape and strides; a broadcast prefix such as x[:1] for x
+ * is not) is copied first, so that writes cannot feed later reads.  Returns
+ * a new reference. */
 AmpcTensorObject *
 ampc_unalias(AmpcTensorObject *in, AmpcTensorObject *out)
 {
     if (out == NULL || in->storage != out->storage ||
         (in->data == out->data && in->ndim == out->ndim &&
+         memcmp(in->shape, out->shape, sizeof(int64_t) * in->ndim) == 0 &&
          memcmp(in->strides, out->strides, sizeof(int64_t) * in->ndim) ==
              0)) {
         Py_INCREF(in);
@@ -438,8 +441,9 @@ op_copy_(PyObject *module, PyObject *args)
 /* t (on a GPU) = the one element at host_value (t's dtype).  The value
  * is a kernel argument (the fill slot), so nothing waits and a captured
  * CUDA graph keeps it. */
-static int
-fill_cuda(AmpcTensorObject *t, const char *host_value, const char *fn)
+int
+ampc_device_fill(AmpcTensorObject *t, const void *host_value,
+                 const char *fn)
 {
     if (ampc_cuda_enter(fn, t->device) < 0) {
         return -1;
@@ -466,7 +470,7 @@ ampc_fill_value(AmpcTensorObject *t, PyObject *value, const char *fn)
         return -1;
     }
     if (ampc_is_cuda(t)) {
-        return fill_cuda(t, buf, fn);
+        return ampc_device_fill(t, buf, fn);
     }
     AmpcTensorObject scalar;
     ampc_scalar_operand(&scalar, t->dtype, buf);

@@ -227,6 +227,12 @@ def test_binary_in_place_overlap(dtype):
     c3.sub_(c3.t())
     g3.sub_(g3.t())
     exact(g3, c3)
+    c4, g4 = make_pair(x.reshape(25, 40), dtype)
+    c4.sub_(c4[:1])
+    g4.sub_(g4[:1])
+    c4.add_(c4[:, :1])
+    g4.add_(g4[:, :1])
+    exact(g4, c4)
 
 
 @pytest.mark.parametrize("op", ["add", "mul", "maximum"])

@@ -527,6 +527,23 @@ def test_inplace_operators_and_views():
     assert base._version == v._version
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float16", "int64"])
+def test_inplace_with_a_broadcast_view_of_itself(cpu_level, dtype):
+    """An input that is a broadcast prefix of the output (same data pointer
+    and strides, fewer elements: x[:1], x[:, :1]) is read before any
+    element is written."""
+    a = np.arange(35, dtype=np.float64).reshape(5, 7)
+    x = from_values(a, dtype)
+    x.sub_(x[:1])
+    assert_close(x, a - a[:1])
+    y = from_values(a, dtype)
+    y.add_(y[:, :1])
+    assert_close(y, a + a[:, :1])
+    z = from_values(a, dtype)
+    z.mul_(z[:1, :1])
+    assert_close(z, a * a[0, 0])
+
+
 def test_add_alpha():
     a = ampc.ones(3)
     b = ampc.tensor([1.0, 2.0, 3.0])
