@@ -46,6 +46,7 @@
 #include "structmember.h"
 
 #include "amp_math.h"
+#include "ops.h"
 
 /* A scalar output with more elements than this is not checked for inf/NaN
  * by scale() (the check reads it; a loss has one element). */
@@ -126,15 +127,9 @@ write_scalar_bytes(AmpcTensorObject *t, const void *buf)
         memcpy(t->data, buf, size);
         return 0;
     }
-    if (ampc_cuda_enter("GradScaler", t->device) < 0) {
-        return -1;
-    }
-    int rc = ampc_cuda.memcpy(t->data, buf, size, AMPC_COPY_H2D);
-    if (rc != 0) {
-        ampc_cuda_raise("GradScaler", rc);
-        return -1;
-    }
-    return 0;
+    /* a fill kernel, not a copy from the stack: nothing waits, and it is
+     * allowed while a CUDA graph is being captured */
+    return ampc_device_fill(t, buf, "GradScaler");
 }
 
 /* v into the float32 tensor t, or iv into the int64 tensor t. */

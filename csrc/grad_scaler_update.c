@@ -10,6 +10,7 @@
 #include <stdlib.h>
 
 #include "amp_math.h"
+#include "ops.h"
 
 // ----------------------------------------------------------------------------
 // update
@@ -360,17 +361,12 @@ update_cuda(AmpcGradScalerObject *self, PyObject *founds, double growth,
     }
     if (self->dev_stats == NULL) {
         int64_t shape[1] = {AMPC_AMP_NUM_STATS};
-        int64_t zeros[AMPC_AMP_NUM_STATS] = {0};
+        int64_t zero = 0;
         AmpcTensorObject *st = ampc_tensor_empty(1, shape, AMPC_INT64,
                                                  scale->device);
-        if (st == NULL) {
-            goto done;
-        }
-        int code = ampc_cuda.memcpy(st->data, zeros, sizeof(zeros),
-                                    AMPC_COPY_H2D);
-        if (code != 0) {
-            Py_DECREF(st);
-            ampc_cuda_raise(fn, code);
+        /* a fill kernel: allowed while a CUDA graph is being captured */
+        if (st == NULL || ampc_device_fill(st, &zero, fn) < 0) {
+            Py_XDECREF(st);
             goto done;
         }
         self->dev_stats = (PyObject *)st;

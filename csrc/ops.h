@@ -34,6 +34,10 @@ int ampc_has_internal_overlap(AmpcTensorObject *t);
 AmpcTensorObject *ampc_unalias(AmpcTensorObject *in, AmpcTensorObject *out);
 /* t itself when it has dtype dt, else a cast copy.  New reference. */
 AmpcTensorObject *ampc_as_dtype(AmpcTensorObject *t, ampc_dtype dt);
+/* Fills t (on a GPU) with the element at host_value, in t's dtype, as a
+ * kernel argument: no wait, and safe during CUDA graph capture. */
+int ampc_device_fill(AmpcTensorObject *t, const void *host_value,
+                     const char *fn);
 /* Fills t with the Python number value. */
 int ampc_fill_value(AmpcTensorObject *t, PyObject *value, const char *fn);
 /* The index of name in names, or -1 with ValueError naming fn. */
