@@ -61,6 +61,8 @@ check_deferred(const char *fn)
     if (e->state == 0) {
         return 0;
     }
+    /* the GPU wrote the fields before state: read them after it */
+    __atomic_thread_fence(__ATOMIC_ACQUIRE);
     if (e->kind == AMPC_NN_ERR_TARGET) {
         PyErr_Format(PyExc_IndexError,
                      "%s(): Target %lld is out of bounds (C = %lld). (found "
