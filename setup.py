@@ -39,6 +39,7 @@ HEADERS = sorted(
     + glob.glob("cuda/*.cuh") + glob.glob("cuda/*.h"))
 
 DEFAULT_CUDA_ARCH = "80;90+PTX"
+MIN_CUDA = (12, 1)
 NVCC_FLAGS = ["-O3", "-std=c++17", "-Xcompiler", "-fPIC", "-Icsrc", "-Icuda"]
 
 
@@ -175,6 +176,11 @@ def gencode_flags(spec):
         if not re.fullmatch(r"\d{2,3}[af]?", cc):
             raise PlatformError(f"AMPC_CUDA_ARCH: cannot read {item!r} "
                                 f"(expected e.g. 80, 9.0, 90a or 90+PTX)")
+        if int(re.match(r"\d+", cc).group()) < 70:
+            # cuda/amp.cu passes its tensor lists as a __grid_constant__
+            # kernel parameter of over 4 KiB, which needs Volta or newer
+            raise PlatformError(f"AMPC_CUDA_ARCH: {item!r} is older than "
+                                f"sm_70 (Volta), which ampc's CUDA kernels need")
         flags += ["-gencode", f"arch=compute_{cc},code=sm_{cc}"]
         names.append(f"sm_{cc}")
         if ptx:
@@ -219,6 +225,13 @@ def configure_cuda():
         return CudaBuild("ampc: building CPU-only (nvcc not found)", config)
 
     major, minor = cuda_version(nvcc)
+    if (major, minor) < MIN_CUDA:
+        # kernel parameters of over 4 KiB (cuda/amp.cu) came with CUDA 12.1
+        why = (f"{nvcc} is CUDA {major}.{minor}; ampc needs CUDA "
+               f"{MIN_CUDA[0]}.{MIN_CUDA[1]} or newer")
+        if mode == "1":
+            raise PlatformError(f"AMPC_CUDA=1 but {why}")
+        return CudaBuild(f"ampc: building CPU-only ({why})", config)
     root = toolkit_root(nvcc)
     build = CudaBuild("", config, nvcc=nvcc, defines=[("AMPC_WITH_CUDA", "1")])
     gencode, arch = gencode_flags(os.environ.get("AMPC_CUDA_ARCH") or DEFAULT_CUDA_ARCH)
