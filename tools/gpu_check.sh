@@ -122,13 +122,18 @@ export OUT PYTHON
 export -f machine build
 
 pytest_flags=(-q -rfE -p no:cacheprovider)
+pytest_timeout=()
 if "$PYTHON" -c "import pytest_timeout" 2>/dev/null; then
-    pytest_flags+=(--timeout=120)
+    pytest_timeout=(--timeout=120)
 fi
+pytest_flags+=("${pytest_timeout[@]}")
 
 stage machine 30 machine
 stage build 300 build
-stage cuda_tests 240 "$PYTHON" -m pytest "${pytest_flags[@]}" -m cuda tests
+# in shards, side by side, each in its own process (tools/gpu_tests.py: a
+# faulting kernel then spoils only its shard, and the log names the test)
+stage cuda_tests 240 "$PYTHON" tools/gpu_tests.py "$OUT/cuda_tests" \
+    --timeout 200 "${pytest_timeout[@]}"
 stage lab 90 "$PYTHON" -m ampc.lab --device cuda --data fake --epochs 1 \
     --train-size 20000 --test-size 5000 --no-progress \
     --json "$OUT/lab.json"
@@ -233,6 +238,13 @@ try:
             print(f"    MISSED {t['target']} ({t['value']:.2f})")
 except (ValueError, KeyError, TypeError) as e:
     print(f"\nbench: no figures ({type(e).__name__}: {e})")
+
+fails = [l.strip() for l in read("cuda_tests.log").splitlines()
+         if l.strip().startswith(("FAILED ", "ERROR ", "CRASHED ", "HUNG "))]
+if fails:
+    print(f"\ncuda test failures ({len(fails)}; all in cuda_tests/):")
+    for l in fails[:25]:
+        print("  " + l[:160])
 
 print("\nRESULT: " + ("PASS" if failed == 0 else f"FAIL ({failed} stage"
                       f"{'s' if failed != 1 else ''} failed)"))
