@@ -290,13 +290,15 @@ workspace_size(cudnnHandle_t h, conv_dir dir, const conv_descs *d,
 
 /* The heuristics' best usable algorithm whose exact workspace the
  * allocator can give now (the next one when it cannot), into *e; 1, 0
- * when none, or an error code as -code. */
+ * when none is allowed, or an error code as -code (the allocator's
+ * out-of-memory when every allowed one's workspace failed). */
 template <typename Perf>
 static int
 pick_heuristic(cudnnHandle_t h, conv_dir dir, const conv_descs *d,
                const Perf *perf, int count, ampc_dtype dt,
                const ampc_cudnn_opts *o, algo_entry *e)
 {
+    int oom = 0;
     for (int next = 0; (next = pick(perf, next, count, dt, o, (size_t)-1,
                                     e)) > 0;) {
         /* the heuristics' memory field is an estimate: ask for the exact
@@ -306,13 +308,19 @@ pick_heuristic(cudnnHandle_t h, conv_dir dir, const conv_descs *d,
             return -rc;
         }
         ampc_scratch probe;
-        if (e->workspace == 0 ||
-            ampc_cuda_scratch_alloc(e->workspace, &probe.p) == 0) {
+        if (e->workspace == 0) {
+            return 1;
+        }
+        rc = ampc_cuda_scratch_alloc(e->workspace, &probe.p);
+        if (rc == 0) {
             return 1;
         }
         probe.p = NULL;
+        oom = rc;
     }
-    return 0;
+    /* every allowed algorithm wanted more workspace than could be had: an
+     * out-of-memory error (OutOfMemoryError in Python), not "no algorithm" */
+    return -oom;
 }
 
 /* The largest scratch block up to DNN_FIND_WORKSPACE the allocator gives
