@@ -580,18 +580,26 @@ tensor_as_strided(AmpcTensorObject *self, PyObject *args)
                      m, n);
         return NULL;
     }
-    int64_t last = offset, numel = 1;
+    /* the lowest and highest elements reached: a negative stride reaches
+     * below the offset, which must stay inside the storage too (a kernel
+     * would read or write out of bounds) */
+    int64_t first = offset, last = offset, numel = 1;
     for (int d = 0; d < n; d++) {
         numel *= shape[d];
-        last += (shape[d] - 1) * strides[d];
+        if (strides[d] < 0) {
+            first += (shape[d] - 1) * strides[d];
+        }
+        else {
+            last += (shape[d] - 1) * strides[d];
+        }
     }
     int64_t cap = (int64_t)(self->storage->nbytes /
                             ampc_dtype_size[self->dtype]);
-    if (numel > 0 && (offset < 0 || last >= cap)) {
+    if (numel > 0 && (first < 0 || last >= cap)) {
         PyErr_Format(PyExc_RuntimeError,
                      "as_strided(): setStorage: sizes and strides need "
-                     "elements up to %lld but the storage holds %lld",
-                     (long long)last + 1, (long long)cap);
+                     "elements %lld to %lld but the storage holds %lld",
+                     (long long)first, (long long)last, (long long)cap);
         return NULL;
     }
     return (PyObject *)ampc_tensor_view(

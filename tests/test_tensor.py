@@ -592,3 +592,17 @@ def test_clamp_with_a_tensor_bound_and_a_number_bound_has_gradients():
     assert x.grad.tolist() == [0.0, 1.0, 0.0]
     z = x.detach().clamp(min=-1.0, max=ampc.tensor([1.0, 0.0, 5.0]))
     assert z.tolist() == [-1.0, 0.0, 3.0]
+
+
+def test_as_strided_stays_inside_its_storage():
+    """The internal _as_strided view (autograd's view replay) refuses
+    elements outside the storage, below the offset with a negative stride
+    included; inside it, a negative stride reads backwards."""
+    t = ampc.arange(6).float()
+    with pytest.raises(RuntimeError, match="storage holds 6"):
+        t._as_strided((3,), (-1,), 0)
+    with pytest.raises(RuntimeError, match="storage holds 6"):
+        t._as_strided((4,), (2,), 0)
+    assert t._as_strided((3,), (-2,), 5).tolist() == [5.0, 3.0, 1.0]
+    assert t._as_strided((2, 3), (3, 1), 0).tolist() == [[0, 1, 2],
+                                                         [3, 4, 5]]
