@@ -94,7 +94,18 @@ ampc_rng_claim(int64_t n, ampc_device dev, uint64_t *offset,
     ampc_state *st = ampc_get_state();
     *offset = st->offset;
     *base = NULL;
-    if (dev.type == AMPC_DEV_CUDA && st->rng_capture_base != NULL) {
+    /* Only a draw on the stream being captured goes through the graph's
+     * base: one on another GPU runs now, and the base (device memory of
+     * the capturing GPU) is not its to read.  The callers have made dev
+     * current, which graph_capturing looks at; if it cannot tell, the draw
+     * is taken as captured, as before. */
+    int capturing = 1;
+    if (dev.type == AMPC_DEV_CUDA && st->rng_capture_base != NULL &&
+        ampc_cuda.graph_capturing(&capturing) != 0) {
+        capturing = 1;
+    }
+    if (dev.type == AMPC_DEV_CUDA && st->rng_capture_base != NULL &&
+        capturing) {
         *offset -= st->rng_capture_start;
         *base = st->rng_capture_base;
     }
