@@ -742,11 +742,20 @@ step_amp_aware(AmpcGradScalerObject *self, PyObject *optimizer, PyObject *st,
             found = Py_NewRef(value);
         }
         else {
+            /* each moved to the scale's device first, as PyTorch's
+             * sum(t.to(scale.device) ...): found_infs of two GPUs cannot
+             * be added where they are */
+            ampc_device sdev = AMPC_TENSOR(self->scale)->device;
             found = PyLong_FromLong(0);
             pos = 0;
             while (found != NULL && per_dev != NULL &&
                    PyDict_Next(per_dev, &pos, &key, &value)) {
-                Py_SETREF(found, PyNumber_Add(found, value));
+                PyObject *v = ampc_tensor_check(value)
+                                  ? (PyObject *)ampc_gs_tensor_on(
+                                        AMPC_TENSOR(value), sdev)
+                                  : Py_NewRef(value);
+                Py_SETREF(found, v != NULL ? PyNumber_Add(found, v) : NULL);
+                Py_XDECREF(v);
             }
         }
         if (found == NULL) {
