@@ -179,7 +179,7 @@ def _environment(device):
         "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
     }
     if device.startswith("cuda"):
-        env["gpu"] = cuda.get_device_name()
+        env["gpu"] = cuda.get_device_name(device)
     return env
 
 
