@@ -245,6 +245,9 @@ int ampc_cuda_enter(const char *fn, ampc_device dev);
  * during CUDA graph capture ..." while the current device's ampc stream is
  * being captured (a host read would wait for the GPU); 0 otherwise. */
 int ampc_cuda_check_not_capturing(const char *fn);
+/* The same for other waits (synchronize(), copies between GPUs): "fn():
+ * cannot wait for the GPU during CUDA graph capture ...". */
+int ampc_cuda_check_no_wait(const char *fn);
 
 static inline int
 ampc_is_cuda(const AmpcTensorObject *t)

@@ -51,10 +51,12 @@ error:
 // ----------------------------------------------------------------------------
 // host reads during capture
 
-int
-ampc_cuda_check_not_capturing(const char *fn)
+/* -1 with RuntimeError "fn(): cannot <what> during CUDA graph capture
+ * (...)" when this thread's current stream is being captured. */
+static int
+refuse_in_capture(const char *fn, const char *what)
 {
-    /* NULL in a CPU-only build, where no CUDA tensor exists to read. */
+    /* NULL in a CPU-only build, where no CUDA tensor exists. */
     if (ampc_cuda.graph_capturing == NULL) {
         return 0;
     }
@@ -66,13 +68,25 @@ ampc_cuda_check_not_capturing(const char *fn)
     }
     if (capturing) {
         PyErr_Format(PyExc_RuntimeError,
-                     "%s(): cannot read a CUDA tensor during CUDA graph "
-                     "capture (reading waits for the GPU, which a graph "
-                     "cannot capture); read it after capture_end() or "
-                     "replay()", fn);
+                     "%s(): cannot %s during CUDA graph capture (that waits "
+                     "for the GPU, which a graph cannot capture); do it "
+                     "after capture_end() or replay()",
+                     fn, what);
         return -1;
     }
     return 0;
+}
+
+int
+ampc_cuda_check_not_capturing(const char *fn)
+{
+    return refuse_in_capture(fn, "read a CUDA tensor");
+}
+
+int
+ampc_cuda_check_no_wait(const char *fn)
+{
+    return refuse_in_capture(fn, "wait for the GPU");
 }
 
 static PyObject *

@@ -249,7 +249,7 @@ static PyObject *
 mod_cuda_synchronize(PyObject *module, PyObject *arg)
 {
     int index = cuda_index_arg(arg, "synchronize");
-    if (index < 0) {
+    if (index < 0 || ampc_cuda_check_no_wait("synchronize") < 0) {
         return NULL;
     }
     int rc;

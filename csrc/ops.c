@@ -221,8 +221,11 @@ copy_across(AmpcTensorObject *dst, AmpcTensorObject *src)
         if (s->device.type == AMPC_DEV_CUDA) {
             /* GPU to GPU: the source's stream must have produced s before
              * the destination's stream reads it */
-            int code = ampc_cuda.synchronize(s->device.index);
-            if (code != 0) {
+            int code;
+            if (ampc_cuda_check_no_wait(fn) < 0) {
+                rc = -1;
+            }
+            else if ((code = ampc_cuda.synchronize(s->device.index)) != 0) {
                 ampc_cuda_raise(fn, code);
                 rc = -1;
             }

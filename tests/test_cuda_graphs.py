@@ -244,7 +244,9 @@ def test_captures_cannot_nest():
 def test_synchronize_during_capture_fails_cleanly():
     g = ampc.cuda.CUDAGraph()
     x = _cuda(np.ones(4))
-    with pytest.raises(RuntimeError):
+    with pytest.raises(RuntimeError, match=r"synchronize\(\): cannot wait "
+                                           "for the GPU during CUDA graph "
+                                           "capture"):
         with ampc.cuda.graph(g):
             x.add_(1)
             ampc.cuda.synchronize()
