@@ -17,7 +17,8 @@ typedef struct {
     ampc_cuda_graph *g;     /* NULL before capture_begin and after reset */
     ampc_device device;     /* where it is captured and replays */
     int captured;           /* capture_end succeeded: replay() may run */
-    uint64_t *rng_base;     /* device: the generator offset of a replay */
+    uint64_t *rng_base;     /* device: {offset, seed} of the generator at
+                             * a replay */
     uint64_t rng_used;      /* how far the capture moved the generator */
 } graph_box;
 
@@ -108,10 +109,11 @@ mod_cuda_graph_capturing(PyObject *module, PyObject *unused)
 //
 // A draw's offset is a kernel argument, which a graph would replay as
 // captured: every replay would draw the same numbers.  So while a graph is
-// captured, GPU draws add the value at box->rng_base (device memory) to an
-// offset relative to the capture's start (ampc_rng_claim), and each replay
-// first sets that value to the generator's offset and moves the generator
-// on by what the capture used: a replay draws what eager ops would.
+// captured, GPU draws add box->rng_base[0] (device memory) to an offset
+// relative to the capture's start (ampc_rng_claim) and take their seed
+// from box->rng_base[1]; each replay first sets the pair to the
+// generator's offset and seed and moves the generator on by what the
+// capture used: a replay draws what eager ops would.
 
 static void
 rng_capture_begin(graph_box *box)
@@ -132,20 +134,33 @@ rng_capture_end(graph_box *box)
     }
 }
 
-/* Queues *box->rng_base = the generator's offset, and moves it on. */
+/* Queues box->rng_base[i] = value: a fill kernel, whose value is its
+ * argument (no host memory involved). */
 static int
-rng_before_replay(graph_box *box)
+rng_set(graph_box *box, int i, uint64_t value)
 {
-    ampc_state *st = ampc_get_state();
     ampc_iter it;
     memset(&it, 0, sizeof(it));
     it.ndim = 1;
     it.shape[0] = 1;
     it.nops = 1;
-    it.data[0] = (char *)box->rng_base;
+    it.data[0] = (char *)(box->rng_base + i);
     it.itemsize[0] = sizeof(uint64_t);
     it.strides[0][0] = 1;
-    int rc = ampc_cuda.fill(AMPC_INT64, &it, st->offset);
+    return ampc_cuda.fill(AMPC_INT64, &it, value);
+}
+
+/* Queues box->rng_base = {the generator's offset, its seed}, as PyTorch
+ * reads both at replay (a manual_seed() after capture counts), and moves
+ * the generator on by what the capture drew. */
+static int
+rng_before_replay(graph_box *box)
+{
+    ampc_state *st = ampc_get_state();
+    int rc = rng_set(box, 0, st->offset);
+    if (rc == 0) {
+        rc = rng_set(box, 1, st->seed);
+    }
     if (rc == 0) {
         st->offset += box->rng_used;
     }
@@ -264,7 +279,8 @@ mod_cuda_graph_capture_begin(PyObject *module, PyObject *args)
     }
     /* before the capture: no allocation from the graph's pool */
     if (box->rng_base == NULL) {
-        int rc = ampc_cuda.malloc(sizeof(uint64_t), (void **)&box->rng_base);
+        int rc = ampc_cuda.malloc(2 * sizeof(uint64_t),
+                                  (void **)&box->rng_base);
         if (rc != 0) {
             box->rng_base = NULL;
             return ampc_cuda_raise(fn, rc);

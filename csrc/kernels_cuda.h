@@ -208,8 +208,9 @@ typedef int (*ampc_cuda_reduce_fn)(ampc_reduce_op op, ampc_dtype dt,
                                    const void *x, void *out, int64_t *idx);
 /* The CPU's ampc_random_fn on device memory: the same bits as the CPU for
  * the same (seed, offset) (csrc/philox.h).  offset_base is NULL, or (in a
- * CUDA graph being captured) device memory whose value is added to offset
- * when the kernel runs, so that each replay can draw new numbers. */
+ * CUDA graph being captured) the device pair {offset, seed}: when the
+ * kernel runs, its offset is added to `offset` and its seed replaces
+ * `seed`, so that each replay draws from the generator as it is then. */
 typedef int (*ampc_cuda_random_fn)(ampc_random_kind kind, ampc_dtype dt,
                                    int64_t n, void *out, uint64_t seed,
                                    uint64_t offset,

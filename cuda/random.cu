@@ -15,8 +15,9 @@
 /* out (n) contiguous.  One thread per Philox block: counter c (from
  * offset >> shift on) yields the 4 (or, for INT, 2) elements g = (c <<
  * shift) + j, of which those with i = g - offset < n are stored at out[i].
- * offset_base (NULL, or device memory set before each graph replay) is
- * added to offset first.
+ * offset_base (NULL, or the device pair {offset, seed} set before each
+ * graph replay) adds its offset to `offset` and replaces `seed`, so each
+ * replay draws from the generator's state at replay time.
  * NOTE: unsigned arithmetic throughout, so an offset near 2^64 wraps as on
  * the CPU. */
 __global__ void
@@ -26,7 +27,8 @@ random_kernel(ampc_random_kind kind, ampc_dtype dt, size_t es, uint64_t n,
               double hi, uint64_t ncounters)
 {
     if (offset_base != nullptr) {
-        offset += *offset_base;
+        offset += offset_base[0];
+        seed = offset_base[1];
     }
     const int shift = ampc_philox_shift(kind);
     const uint64_t c0 = offset >> shift;

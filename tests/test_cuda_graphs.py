@@ -118,6 +118,14 @@ def test_replays_draw_new_random_numbers_as_eager_ops_would():
         assert_same(d, want[-1][1], msg=f"dropout, replay {step}: ")
         assert rng_state() == (state[0], state[1] + used)
     assert not np.array_equal(_host(want[0][0]), _host(want[1][0]))
+    # The seed, too, is read at replay (as PyTorch): a manual_seed() after
+    # the capture gives a replay the draws of that seed.
+    for seed in (123, 7):
+        ampc.manual_seed(seed)
+        eager = ampc.rand(517, device="cuda").cpu()
+        ampc.manual_seed(seed)
+        g.replay()
+        assert_same(u, eager, msg=f"seed {seed}: ")
 
 
 @pytest.mark.cuda
