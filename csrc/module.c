@@ -273,6 +273,9 @@ mod_cuda_set_device(PyObject *module, PyObject *arg)
     if (rc != 0) {
         return ampc_cuda_raise("set_device", rc);
     }
+#ifdef AMPC_WITH_CUDA
+    ampc_cuda_select_device(index);
+#endif /* AMPC_WITH_CUDA */
     Py_RETURN_NONE;
 }
 

@@ -43,9 +43,15 @@ int ampc_cuda_device_name(int index, char *buf, size_t size);
  * code. */
 int ampc_cuda_device_capability(int index, int *major, int *minor);
 
-/* This thread's current device (what set_device made current; 0 at
- * first). */
+/* This thread's current device as the user sees it: what
+ * ampc.cuda.set_device() chose (ampc_cuda_select_device), else the
+ * runtime's device when first asked (0).  Ops on a cuda:N tensor make N the
+ * runtime's device for their kernels (ampc_cuda_enter) but do not change
+ * this, so plain "cuda" keeps meaning the chosen device, as in PyTorch,
+ * whose ops restore the device after them. */
 int ampc_cuda_get_device(void);
+/* Records `index` (already made current) as the user's device. */
+void ampc_cuda_select_device(int index);
 
 // ----------------------------------------------------------------------------
 // allocator statistics (allocator.cu)

@@ -246,8 +246,20 @@ ampc_cuda_device_capability(int index, int *major, int *minor)
     return 0;
 }
 
+/* -1 until set_device() or the first ampc_cuda_get_device() */
+static thread_local int user_device = -1;
+
 extern "C" int
 ampc_cuda_get_device(void)
 {
-    return ampc_cuda_current_device();
+    if (user_device < 0) {
+        user_device = ampc_cuda_current_device();
+    }
+    return user_device;
+}
+
+extern "C" void
+ampc_cuda_select_device(int index)
+{
+    user_device = index;
 }

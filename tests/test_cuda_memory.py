@@ -343,6 +343,22 @@ def test_device_functions():
 
 
 @requires_cuda
+@pytest.mark.skipif(ampc.cuda.is_available() and
+                    ampc.cuda.device_count() < 2, reason="needs two GPUs")
+def test_ops_on_another_gpu_leave_the_current_device():
+    # as PyTorch, whose ops restore the device: "cuda" keeps meaning the
+    # device set_device() chose after an op on cuda:1
+    ampc.cuda.set_device(0)
+    x = ampc.ones(3, device="cuda:1")
+    (x * 2).sum().item()
+    assert ampc.cuda.current_device() == 0
+    assert ampc.zeros(1, device="cuda").device.index == 0
+    ampc.cuda.set_device(1)
+    assert ampc.zeros(1, device="cuda").device.index == 1
+    ampc.cuda.set_device(0)
+
+
+@requires_cuda
 def test_device_functions_match_torch():
     try:
         import torch
