@@ -179,51 +179,60 @@ def validate_step(xs, ys, precision):
 
 
 def training_steps(batch, repeat, inner, log):
-    from ampc.lab.model import SimpleCNN
     xs, ys = batch_data(batch)
     fused = has_fused_sgd()
     rows = {}
     for precision in PRECISIONS:
-        validate_step(xs[:16], ys[:16], precision)
-        row = {}
-        ampc.manual_seed(0)
-        model = SimpleCNN().to("cuda")
-        x = ampc.tensor(xs, device="cuda")
-        y = ampc.tensor(ys, device="cuda")
-        step, body, opt = make_step(ampc, model, x, y, precision, fused)
-        row["ampc_eager_ms"] = median_time(step, ampc_sync, repeat,
-                                           inner) * 1e3
+        row = rows[precision] = {}
         try:
-            replay = graphed(ampc, step, body, opt)
-            row["ampc_graph_ms"] = median_time(replay, ampc_sync, repeat,
-                                               inner) * 1e3
-        except RuntimeError as e:
-            row["ampc_graph_ms"] = None
-            log(f"  ampc {precision} graph: not captured: {e}")
-        if torch is not None:
-            torch.manual_seed(0)
-            tmodel = torch_simple_cnn().cuda()
-            tx = torch.from_numpy(xs).cuda()
-            ty = torch.from_numpy(ys).cuda()
-            try:
-                made = make_step(torch, tmodel, tx, ty, precision,
-                                 fused=True)
-            except (TypeError, RuntimeError):
-                # an older torch without fused SGD on CUDA
-                made = make_step(torch, tmodel, tx, ty, precision,
-                                 fused=False)
-            tstep, tbody, topt = made
-            row["torch_eager_ms"] = median_time(tstep, torch_sync, repeat,
-                                                inner) * 1e3
-            try:
-                treplay = graphed(torch, tstep, tbody, topt)
-                row["torch_graph_ms"] = median_time(
-                    treplay, torch_sync, repeat, inner) * 1e3
-            except RuntimeError as e:
-                row["torch_graph_ms"] = None
-                log(f"  torch {precision} graph: not captured: {e}")
-        rows[precision] = row
+            training_step(precision, xs, ys, fused, repeat, inner, log, row)
+        except Exception as e:  # noqa: BLE001 - the other figures go on
+            row["error"] = f"{type(e).__name__}: {e}"
+            log(f"  {precision} step: {row['error']}")
     return rows, fused
+
+
+def training_step(precision, xs, ys, fused, repeat, inner, log, row):
+    """Fills ``row`` with one precision's figures (what was measured stays
+    when a later part raises)."""
+    from ampc.lab.model import SimpleCNN
+    validate_step(xs[:16], ys[:16], precision)
+    ampc.manual_seed(0)
+    model = SimpleCNN().to("cuda")
+    x = ampc.tensor(xs, device="cuda")
+    y = ampc.tensor(ys, device="cuda")
+    step, body, opt = make_step(ampc, model, x, y, precision, fused)
+    row["ampc_eager_ms"] = median_time(step, ampc_sync, repeat,
+                                       inner) * 1e3
+    try:
+        replay = graphed(ampc, step, body, opt)
+        row["ampc_graph_ms"] = median_time(replay, ampc_sync, repeat,
+                                           inner) * 1e3
+    except RuntimeError as e:
+        row["ampc_graph_ms"] = None
+        log(f"  ampc {precision} graph: not captured: {e}")
+    if torch is not None:
+        torch.manual_seed(0)
+        tmodel = torch_simple_cnn().cuda()
+        tx = torch.from_numpy(xs).cuda()
+        ty = torch.from_numpy(ys).cuda()
+        try:
+            made = make_step(torch, tmodel, tx, ty, precision,
+                             fused=True)
+        except (TypeError, RuntimeError):
+            # an older torch without fused SGD on CUDA
+            made = make_step(torch, tmodel, tx, ty, precision,
+                             fused=False)
+        tstep, tbody, topt = made
+        row["torch_eager_ms"] = median_time(tstep, torch_sync, repeat,
+                                            inner) * 1e3
+        try:
+            treplay = graphed(torch, tstep, tbody, topt)
+            row["torch_graph_ms"] = median_time(
+                treplay, torch_sync, repeat, inner) * 1e3
+        except RuntimeError as e:
+            row["torch_graph_ms"] = None
+            log(f"  torch {precision} graph: not captured: {e}")
 
 
 # ----------------------------------------------------------------------------
@@ -362,15 +371,19 @@ def report(steps, fused, unscale, gemm, batch, out):
     targets = []
     for name, r in steps.items():
         speed = None
-        if name != "fp32":
+        if r.get("error"):
+            say(f"{name:<10}failed: {r['error'][:200]}")
+        if name != "fp32" and r.get("ampc_eager_ms") and \
+                fp32.get("ampc_eager_ms"):
             speed = fp32["ampc_eager_ms"] / r["ampc_eager_ms"]
             targets.append((f"AMP {name} >= {TARGET_AMP}x FP32 (eager)",
                             speed, speed >= TARGET_AMP))
-            if r.get("ampc_graph_ms") and fp32.get("ampc_graph_ms"):
-                gspeed = fp32["ampc_graph_ms"] / r["ampc_graph_ms"]
-                targets.append((f"AMP {name} >= {TARGET_AMP}x FP32 (graph)",
-                                gspeed, gspeed >= TARGET_AMP))
-        say(f"{name:<10}{_f(r['ampc_eager_ms'], '11.2f')}"
+        if name != "fp32" and r.get("ampc_graph_ms") and \
+                fp32.get("ampc_graph_ms"):
+            gspeed = fp32["ampc_graph_ms"] / r["ampc_graph_ms"]
+            targets.append((f"AMP {name} >= {TARGET_AMP}x FP32 (graph)",
+                            gspeed, gspeed >= TARGET_AMP))
+        say(f"{name:<10}{_f(r.get('ampc_eager_ms'), '11.2f')}"
             f"{_f(r.get('ampc_graph_ms'), '11.2f')}"
             f"{_f(r.get('torch_eager_ms'), '12.2f')}"
             f"{_f(r.get('torch_graph_ms'), '12.2f')}"
@@ -393,8 +406,11 @@ def report(steps, fused, unscale, gemm, batch, out):
             f"{_f(r.get('torch_GBs'), '9.0f')}"
             f"{_f(r.get('torch_copy_GBs'), '11.0f')}")
     say(f"\n== float16 GEMM {gemm['size']}^3 (TFLOP/s) ==")
-    say(f"ampc {gemm['ampc_TFLOPs']:.0f}   torch "
-        f"{_f(gemm.get('torch_TFLOPs'), '.0f')}")
+    if gemm.get("error"):
+        say(f"failed: {gemm['error'][:200]}")
+    else:
+        say(f"ampc {gemm['ampc_TFLOPs']:.0f}   torch "
+            f"{_f(gemm.get('torch_TFLOPs'), '.0f')}")
     say("\n== the issue's targets ==")
     for label, value, ok in targets:
         say(f"  {label:<48} {value:7.2f}  {_mark(ok)}")
@@ -430,11 +446,24 @@ def main(argv=None):
         else "n/a (no torch with CUDA)"
     print(f"ampc {ampc.__version__} on {ampc.cuda.get_device_name()}; "
           f"torch {torch_text}", flush=True)
+    # Each part on its own: one that raises (a failed validation, an ampc
+    # error) is reported, and the others are still measured.
     steps, fused = training_steps(args.batch, repeat, step_inner, log)
-    unscale = [unscale_bandwidth(sum(LAB_SIZES), "float32", repeat, 50),
-               unscale_bandwidth(big, "float32", repeat, 10),
-               unscale_bandwidth(big, "float16", repeat, 10)]
-    gemm = gemm_tflops(8192, repeat, 5 if args.quick else 10)
+    errors = [r["error"] for r in steps.values() if r.get("error")]
+    unscale = []
+    for total, name, inner in ((sum(LAB_SIZES), "float32", 50),
+                               (big, "float32", 10), (big, "float16", 10)):
+        try:
+            unscale.append(unscale_bandwidth(total, name, repeat, inner))
+        except Exception as e:  # noqa: BLE001
+            errors.append(f"unscale {name}: {type(e).__name__}: {e}")
+            log(errors[-1])
+    try:
+        gemm = gemm_tflops(8192, repeat, 5 if args.quick else 10)
+    except Exception as e:  # noqa: BLE001
+        gemm = {"size": 8192, "error": f"{type(e).__name__}: {e}"}
+        errors.append("gemm: " + gemm["error"])
+        log(errors[-1])
     targets = report(steps, fused, unscale, gemm, args.batch, sys.stdout)
     if args.json:
         with open(args.json, "w") as f:
@@ -443,8 +472,12 @@ def main(argv=None):
                        "batch": args.batch, "fused_sgd": fused,
                        "steps": steps, "unscale": unscale, "gemm": gemm,
                        "targets": [{"target": t, "value": v, "met": ok}
-                                   for t, v, ok in targets]}, f, indent=1)
-    return 0
+                                   for t, v, ok in targets],
+                       "errors": errors}, f, indent=1)
+    if errors:
+        print(f"\nbench_cuda.py: {len(errors)} part(s) failed:\n  "
+              + "\n  ".join(e[:300] for e in errors), file=sys.stderr)
+    return 1 if errors else 0
 
 
 if __name__ == "__main__":
