@@ -234,6 +234,29 @@ ampc_rand_store_below(ampc_dtype dt, void *p, double v, double hi)
     }
 }
 
+/* Box-Muller: elements 2m and 2m + 1 (g's pair, words k and k + 1 of its
+ * block) share the radius sqrt(-2 log u1), u1 in (0, 1] from word k (so
+ * the log stays finite); the CPU computes it once per pair. */
+AMPC_HOST_DEVICE double
+ampc_rand_radius(uint64_t g, const uint32_t w[4])
+{
+    unsigned k = (unsigned)(g & 2);
+    double u1 = (double)((w[k] >> 8) + 1) * 0x1p-24;
+    return sqrt(AMPC_DMUL(-2.0, ampc_rand_log(u1)));
+}
+
+/* Normal element g (mean lo, std hi) from its pair's radius: the sine
+ * (odd g) or cosine (even g) of the pair's angle, word k + 1. */
+AMPC_HOST_DEVICE void
+ampc_rand_normal_store(ampc_dtype dt, void *p, uint64_t g,
+                       const uint32_t w[4], double rad, double lo, double hi)
+{
+    unsigned k = (unsigned)(g & 2);
+    double z = AMPC_DMUL(rad, ampc_rand_sin_cos_turn(w[k + 1] >> 8,
+                                                     (int)(g & 1)));
+    ampc_store_f64(dt, p, AMPC_DADD(lo, AMPC_DMUL(hi, z)));
+}
+
 /* Element g of `kind`, from its block w, stored as dt at p. */
 AMPC_HOST_DEVICE void
 ampc_rand_draw(ampc_random_kind kind, ampc_dtype dt, void *p, uint64_t g,
@@ -251,16 +274,9 @@ ampc_rand_draw(ampc_random_kind kind, ampc_dtype dt, void *p, uint64_t g,
         }
         break;
     }
-    case AMPC_RAND_NORMAL: {
-        unsigned k = (unsigned)(g & 2);
-        /* u1 in (0, 1] keeps the log finite */
-        double u1 = (double)((w[k] >> 8) + 1) * 0x1p-24;
-        double rad = sqrt(AMPC_DMUL(-2.0, ampc_rand_log(u1)));
-        double z = AMPC_DMUL(rad, ampc_rand_sin_cos_turn(w[k + 1] >> 8,
-                                                         (int)(g & 1)));
-        ampc_store_f64(dt, p, AMPC_DADD(lo, AMPC_DMUL(hi, z)));
+    case AMPC_RAND_NORMAL:
+        ampc_rand_normal_store(dt, p, g, w, ampc_rand_radius(g, w), lo, hi);
         break;
-    }
     case AMPC_RAND_INT: {
         /* 64 bits modulo the span: the bias is below span / 2^64, under
          * 2^-32 for any span below 2^32 */

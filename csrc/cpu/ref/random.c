@@ -29,16 +29,26 @@ ampc_random_ref(ampc_random_kind kind, ampc_dtype dt, int64_t n, void *out,
         uint32_t w[4] = {0, 0, 0, 0};
         uint64_t have = 0;
         int valid = 0;
+        double rad = 0.0;
         for (int64_t i = c * AMPC_RAND_CHUNK; i < i1; i++) {
             uint64_t g = offset + (uint64_t)i;
             uint64_t ctr = g >> shift;
+            char *p = (char *)out + i * (int64_t)es;
             if (!valid || ctr != have) {
                 ampc_philox_block(kind, seed, ctr, w);
                 have = ctr;
                 valid = 1;
             }
-            ampc_rand_draw(kind, dt, (char *)out + i * (int64_t)es, g, w, lo,
-                           hi);
+            if (kind != AMPC_RAND_NORMAL) {
+                ampc_rand_draw(kind, dt, p, g, w, lo, hi);
+                continue;
+            }
+            /* the pair's radius once: at its first element, or at the
+             * chunk's first element when that is a pair's second */
+            if ((g & 1) == 0 || i == c * AMPC_RAND_CHUNK) {
+                rad = ampc_rand_radius(g, w);
+            }
+            ampc_rand_normal_store(dt, p, g, w, rad, lo, hi);
         }
     }
 }
