@@ -437,3 +437,26 @@ def test_captured_training_step_matches_eager(precision):
     np.testing.assert_allclose(losses, eager_losses, rtol=tol, atol=tol)
     for p, w in zip(model.parameters(), eager_w):
         assert_same(p.detach(), w, rtol=tol, atol=tol)
+
+
+@pytest.mark.cuda
+@requires_cuda
+@pytest.mark.skipif(ampc.cuda.is_available() and
+                    ampc.cuda.device_count() < 2, reason="needs two GPUs")
+def test_a_reset_graph_captures_on_the_current_gpu():
+    g = ampc.cuda.CUDAGraph()
+    x0 = ampc.ones(8, device="cuda:0")
+    x0.mul_(2)
+    with ampc.cuda.graph(g):
+        x0.mul_(2)
+    g.reset()
+    ampc.cuda.set_device(1)
+    try:
+        x1 = ampc.ones(8, device="cuda:1")
+        x1.mul_(3)
+        with ampc.cuda.graph(g):
+            x1.mul_(3)
+        g.replay()
+        np.testing.assert_array_equal(_host(x1), 9.0)
+    finally:
+        ampc.cuda.set_device(0)

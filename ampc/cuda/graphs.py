@@ -62,6 +62,7 @@ class CUDAGraph:
     def __init__(self):
         _check_available("CUDAGraph")
         self._handle = None
+        self._device = None     # the GPU of the handle
         # "empty", "capturing" or "captured": for repr() only (the C side
         # checks every call's state itself).
         self._state = "empty"
@@ -76,8 +77,12 @@ class CUDAGraph:
         from . import current_device
         if self._state != "capturing":
             _refuse_nesting("CUDAGraph.capture_begin")
-        if self._handle is None:
-            self._handle = _C.cuda_graph_new(f"cuda:{current_device()}")
+        device = current_device()
+        # an empty graph (new, or reset) captures on the current GPU
+        if self._handle is None or (self._state == "empty" and
+                                    self._device != device):
+            self._handle = _C.cuda_graph_new(f"cuda:{device}")
+            self._device = device
         _C.cuda_graph_capture_begin(self._handle, pool)
         self._state = "capturing"
 
