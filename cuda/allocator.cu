@@ -89,6 +89,9 @@ int64_t peak_reserved[AMPC_CUDA_MAX_DEVICES];
 std::unordered_map<void *, Block *> live;
 /* the private pool this thread allocates from while capturing, or NULL */
 thread_local Pool *capture_pool = nullptr;
+/* captures under way in the process (any thread): while one is, nothing
+ * may cudaFree, which would synchronise the device and break it */
+int captures_active = 0;
 /* every private pool not yet released: a pool's held list may hold another
  * pool's blocks, which must not point at that pool once it is deleted */
 std::set<Pool *> private_pools;
@@ -213,9 +216,9 @@ take_block(Pool *pool, int device, size_t size, Block **out)
         size_t seg = segment_size(size);
         void *ptr = nullptr;
         cudaError_t err = cudaMalloc(&ptr, seg);
-        if (err == cudaErrorMemoryAllocation && capture_pool == nullptr) {
+        if (err == cudaErrorMemoryAllocation && captures_active == 0) {
             /* free what the cache holds (every pool's free segments of this
-             * device) and try once more.  Not while this thread captures a
+             * device) and try once more.  Not while any thread captures a
              * CUDA graph: cudaFree synchronises the device, which is
              * illegal during capture (the out-of-memory error is raised
              * instead of invalidating the capture). */
@@ -330,13 +333,16 @@ ampc_free_cuda(void *ptr)
 extern "C" int
 ampc_empty_cache_cuda(void)
 {
-    if (capture_pool != nullptr) {
-        /* cudaFree and waiting for pinned blocks' events synchronise,
-         * which is illegal during CUDA graph capture */
-        ampc_cuda_record_error(__FILE__, __LINE__,
-                               "empty_cache() during CUDA graph capture",
-                               (int)cudaErrorStreamCaptureUnsupported);
-        return (int)cudaErrorStreamCaptureUnsupported;
+    {
+        std::lock_guard<std::mutex> lock(mu);
+        if (captures_active > 0) {
+            /* cudaFree and waiting for pinned blocks' events synchronise,
+             * which is illegal while any thread captures a CUDA graph */
+            ampc_cuda_record_error(__FILE__, __LINE__,
+                                   "empty_cache() during CUDA graph capture",
+                                   (int)cudaErrorStreamCaptureUnsupported);
+            return (int)cudaErrorStreamCaptureUnsupported;
+        }
     }
     int rc = ampc_cuda_host_empty_cache();
     std::lock_guard<std::mutex> lock(mu);
@@ -383,6 +389,9 @@ ampc_cuda_pool_begin(void **pool)
     /* *pool non-NULL: continue that pool (graphs sharing memory) */
     Pool *p = *pool != nullptr ? (Pool *)*pool : new Pool();
     private_pools.insert(p);
+    if (capture_pool == nullptr) {
+        captures_active++;
+    }
     capture_pool = p;
     *pool = p;
     return 0;
@@ -392,6 +401,9 @@ int
 ampc_cuda_pool_end(void)
 {
     std::lock_guard<std::mutex> lock(mu);
+    if (capture_pool != nullptr) {
+        captures_active--;
+    }
     capture_pool = nullptr;
     return 0;
 }
@@ -410,6 +422,7 @@ ampc_cuda_pool_release(void *pool)
     Pool *p = (Pool *)pool;
     if (capture_pool == p) {
         capture_pool = nullptr;
+        captures_active--;
     }
     for (Block *b : p->held) {
         insert_free(b);
