@@ -83,3 +83,20 @@ def test_cpu_only_build(tmp_path):
     assert path.startswith(str(lib))    # the copy, not the installed ampc
     assert (built, config, available) == ("False", "False", "False")
     assert any_slot == "False"          # the CUDA table stays empty
+
+
+def test_architecture_older_than_volta_is_refused(tmp_path):
+    """AMPC_CUDA_ARCH below sm_70 stops the build at once with a clear
+    message (the AMP kernels' >4 KiB kernel parameters need Volta)."""
+    if not (REPO / "setup.py").exists():
+        pytest.skip("not run from a source checkout")
+    if not build_config.CUDA:
+        pytest.skip("this machine builds CPU-only")
+    env = dict(os.environ, AMPC_CUDA_ARCH="61")
+    build = subprocess.run(
+        [sys.executable, "setup.py", "build_ext",
+         "--build-lib", str(tmp_path / "lib"),
+         "--build-temp", str(tmp_path / "temp")],
+        cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
+    assert build.returncode != 0
+    assert "'61' is older than sm_70 (Volta)" in build.stderr
