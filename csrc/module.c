@@ -249,7 +249,12 @@ static PyObject *
 mod_cuda_synchronize(PyObject *module, PyObject *arg)
 {
     int index = cuda_index_arg(arg, "synchronize");
-    if (index < 0 || ampc_cuda_check_no_wait("synchronize") < 0) {
+    /* the capture check looks at the current device's stream: make it the
+     * one waited for (device `index`'s), not whichever ran the last op */
+    if (index < 0 ||
+        ampc_cuda_enter("synchronize",
+                        (ampc_device){AMPC_DEV_CUDA, (int8_t)index}) < 0 ||
+        ampc_cuda_check_no_wait("synchronize") < 0) {
         return NULL;
     }
     int rc;

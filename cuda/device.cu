@@ -131,6 +131,9 @@ ampc_mem_info_cuda(int index, size_t *free_bytes, size_t *total_bytes)
  * ampc_set_device_cuda (ampc_cuda_enter), which sets the runtime's device
  * too, so the two agree for everything ampc queues. */
 static thread_local int current_device = -1;
+/* the device the user chose (ampc_cuda_get_device); -1 until set_device(),
+ * the first ampc_cuda_get_device() or the first switch by an op */
+static thread_local int user_device = -1;
 
 static std::once_flag stream_once[AMPC_CUDA_MAX_DEVICES];
 /* atomic: ampc_cuda_stream_if_created() reads them without the once_flag */
@@ -162,6 +165,10 @@ ampc_set_device_cuda(int index)
     }
     if (index == current_device) {
         return 0;
+    }
+    if (user_device < 0) {
+        /* before an op moves the runtime's device: what "cuda" meant */
+        user_device = ampc_cuda_current_device();
     }
     AMPC_CUDA_CHECK(cudaSetDevice(index));
     current_device = index;
@@ -245,9 +252,6 @@ ampc_cuda_device_capability(int index, int *major, int *minor)
         minor, cudaDevAttrComputeCapabilityMinor, index));
     return 0;
 }
-
-/* -1 until set_device() or the first ampc_cuda_get_device() */
-static thread_local int user_device = -1;
 
 extern "C" int
 ampc_cuda_get_device(void)
