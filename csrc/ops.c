@@ -220,9 +220,14 @@ copy_across(AmpcTensorObject *dst, AmpcTensorObject *src)
     else {
         if (s->device.type == AMPC_DEV_CUDA) {
             /* GPU to GPU: the source's stream must have produced s before
-             * the destination's stream reads it */
+             * the destination's stream reads it.  Both waits below are on
+             * a stream of its own device, so the capture check looks at
+             * each device in turn (it looks at the current one) */
             int code;
-            if (ampc_cuda_check_no_wait(fn) < 0) {
+            if (ampc_cuda_enter(fn, s->device) < 0 ||
+                ampc_cuda_check_no_wait(fn) < 0 ||
+                ampc_cuda_enter(fn, d->device) < 0 ||
+                ampc_cuda_check_no_wait(fn) < 0) {
                 rc = -1;
             }
             else if ((code = ampc_cuda.synchronize(s->device.index)) != 0) {
@@ -428,10 +433,21 @@ op_copy_(PyObject *module, PyObject *args)
     int rc = ampc_copy_into(dst, src);
     /* As in PyTorch, a copy from host memory has finished when copy_
      * returns unless non_blocking was asked: only a pinned source is ever
-     * left queued, and the caller may overwrite it next. */
+     * left queued, and the caller may overwrite it next.  While dst's
+     * stream is being captured the copy is a node of the graph that runs
+     * at each replay, not now: there is nothing to wait for, and the wait
+     * would invalidate the capture (the README allows copies from pinned
+     * memory during capture). */
     if (rc == 0 && !non_blocking && ampc_is_cuda(dst) && !ampc_is_cuda(src) &&
         src->storage->pinned) {
-        int code = ampc_cuda.synchronize(dst->device.index);
+        int capturing = 0, code = 0;
+        if (ampc_cuda_enter("copy_", dst->device) < 0) {
+            rc = -1;
+        }
+        else if ((code = ampc_cuda.graph_capturing(&capturing)) == 0 &&
+                 !capturing) {
+            code = ampc_cuda.synchronize(dst->device.index);
+        }
         if (code != 0) {
             ampc_cuda_raise("copy_", code);
             rc = -1;

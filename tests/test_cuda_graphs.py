@@ -460,3 +460,23 @@ def test_a_reset_graph_captures_on_the_current_gpu():
         np.testing.assert_array_equal(_host(x1), 9.0)
     finally:
         ampc.cuda.set_device(0)
+
+
+@pytest.mark.cuda
+@requires_cuda
+def test_copy_from_pinned_memory_during_capture_runs_at_each_replay():
+    # copy_ from a pinned tensor (no non_blocking) waits for the copy when
+    # run eagerly; captured, it is a node of the graph, with nothing to wait
+    # for: the capture must stay valid and each replay copy anew
+    host = ampc.tensor(np.arange(64, dtype=np.float32)).pin_memory()
+    static_x = ampc.zeros(64, device="cuda")
+    static_x.copy_(host)                      # warm-up
+    g = ampc.cuda.CUDAGraph()
+    with ampc.cuda.graph(g):
+        static_x.copy_(host)
+        y = static_x * 2
+    for k in range(3):
+        host.copy_(ampc.tensor(np.arange(64, dtype=np.float32) + k))
+        g.replay()
+        np.testing.assert_array_equal(_host(y),
+                                      2 * (np.arange(64) + k))
