@@ -525,6 +525,31 @@ def test_clip_grad_norm_matches_cpu_and_torch(max_norm):
 
 @pytest.mark.cuda
 @requires_cuda
+@pytest.mark.parametrize("p", NORMS)
+def test_clip_grad_norm_with_grads_on_two_devices(p):
+    """Gradients on the CPU and on the GPU (as torch allows): the total
+    norm, on the first gradient's device, and the clipped gradients equal
+    an all-CPU run's."""
+    rng = np.random.default_rng(9)
+    shapes = [(3, 4), (17,), (CHUNK + 3,), (5,)]
+    values = [rng.standard_normal(s).astype(np.float32) for s in shapes]
+    results = []
+    for devs in (["cpu"] * 4, ["cpu", "cuda", "cuda", "cpu"]):
+        ps = [ampc.nn.Parameter(ampc.zeros(*s, device=d))
+              for s, d in zip(shapes, devs)]
+        for q, v, d in zip(ps, values, devs):
+            q.grad = ampc.tensor(v).to(d)
+        total = ampc.nn.utils.clip_grad_norm_(ps, 0.5, norm_type=p)
+        results.append((total, [q.grad for q in ps]))
+    (tc, gc), (tm, gm) = results
+    assert tm.device.type == "cpu"
+    np.testing.assert_allclose(tm.item(), tc.item(), rtol=2.0 ** -21)
+    for a, b in zip(gm, gc):
+        np.testing.assert_allclose(to64(a.cpu()), to64(b), rtol=2.0 ** -20)
+
+
+@pytest.mark.cuda
+@requires_cuda
 @pytest.mark.parametrize("norm", [float("nan"), float("inf"), 0.0])
 def test_clip_with_nonfinite_or_zero_norm_matches_cpu(norm):
     out = []

@@ -34,6 +34,19 @@ _SCALED_WARNING = (
     "warning.)")
 
 
+def _dev(t):
+    return "cpu" if t.device_type == "cpu" else f"cuda:{t.device_index}"
+
+
+def _by_device(tensors):
+    """``tensors`` grouped by device, first seen first (the C ops take the
+    tensors of one device at a time)."""
+    groups = {}
+    for t in tensors:
+        groups.setdefault(_dev(t), []).append(t)
+    return list(groups.values())
+
+
 def get_total_norm(tensors, norm_type=2.0, error_if_nonfinite=False,
                    foreach=None):
     """The ``norm_type``-norm of ``tensors`` taken together, as if they
@@ -48,7 +61,17 @@ def get_total_norm(tensors, norm_type=2.0, error_if_nonfinite=False,
     norm_type = float(norm_type)
     if len(tensors) == 0:
         return _C.full((), 0.0, _C.float32)
-    total_norm = _C._grad_norm(tensors, norm_type)
+    groups = _by_device(tensors)
+    if len(groups) == 1:
+        total_norm = _C._grad_norm(tensors, norm_type)
+    else:
+        # as torch: the norm, on the first tensor's device, of the
+        # per-tensor norms, merged device by device (a 0-"norm" counts
+        # nonzero norms: the devices' counts add up)
+        first = _dev(tensors[0])
+        total_norm = _C._grad_norm(
+            [_C._grad_norm(g, norm_type)._to(first, None) for g in groups],
+            1.0 if norm_type == 0.0 else norm_type)
     if error_if_nonfinite and not math.isfinite(total_norm.item()):
         raise RuntimeError(
             f"The total norm of order {norm_type} for gradients from "
@@ -75,7 +98,13 @@ def clip_grads_with_norm_(parameters, max_norm, total_norm, foreach=None):
     max_norm = float(max_norm)
     if len(grads) == 0:
         return
-    _C._clip_grads_with_norm_(grads, max_norm, total_norm)
+    for group in _by_device(grads):
+        # the norm goes to each device's gradients, as torch moves the
+        # coefficient (the same arithmetic, amp_reduce.h, on either side)
+        norm = total_norm
+        if isinstance(norm, _TB) and _dev(norm) != _dev(group[0]):
+            norm = norm._to(_dev(group[0]), None)
+        _C._clip_grads_with_norm_(group, max_norm, norm)
 
 
 def clip_grad_norm_(parameters, max_norm, norm_type=2.0,
