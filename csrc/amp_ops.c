@@ -1,12 +1,12 @@
 /* amp_ops.c - the Python-facing AMP ops of ampc._C: PyTorch's
  * _amp_foreach_non_finite_check_and_unscale_ and _amp_update_scale_ (same
- * names, signatures and error messages), a variant of the first that also
- * returns its per-tensor telemetry, and the two passes of clip_grad_norm_
- * (the norm of every gradient in one fused call, then the scaling).  Also
- * ampc_amp_unscale_tensors() and its CUDA twin, which GradScaler
- * (grad_scaler.c) calls.  On CUDA every scalar (inv_scale, found_inf, the
- * scale, the norm, the clip coefficient) stays on the device: only the
- * telemetry variant, which returns Python ints, reads the GPU.
+ * names, signatures and error messages) and a variant of the first that
+ * also returns its per-tensor telemetry.  Also ampc_amp_unscale_tensors()
+ * and its CUDA twin, which GradScaler (grad_scaler.c) and clip_grad_norm_'s
+ * scaling (grad_norm_ops.c) call, and the batch and argument checks the
+ * two files share (amp_ops.h).  On CUDA every scalar (inv_scale,
+ * found_inf, the scale) stays on the device: only the telemetry variant,
+ * which returns Python ints, reads the GPU.
  */
 #include "ampc.h"
 
@@ -15,26 +15,14 @@
 
 #include "amp_math.h"
 #include "amp_reduce.h"
+#include "amp_ops.h"
 #include "cpu/loops.h"
-
-/* Below this many elements a kernel call keeps the GIL. */
-#define RELEASE_GIL_MIN 65536
 
 uint64_t ampc_cuda_host_reads;
 
 // ----------------------------------------------------------------------------
 // a batch: tensors handed to one fused kernel call
 
-typedef struct {
-    Py_ssize_t n;
-    AmpcTensorObject *const *src;   /* the tensors given (borrowed) */
-    AmpcTensorObject **copy;        /* contiguous copies of non-dense ones */
-    void **data;
-    int64_t *numel;
-    ampc_dtype *dtype;
-    int64_t total;
-    int shared;                     /* two tensors share a storage */
-} amp_batch;
 
 /* The tensor's elements fill [data, data + numel) exactly, in some order,
  * so an element-wise kernel may run over that flat range.  True for
@@ -82,8 +70,8 @@ cmp_ptr(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-static void
-batch_free(amp_batch *b)
+void
+ampc_amp_batch_free(ampc_amp_batch *b)
 {
     if (b->copy != NULL) {
         for (Py_ssize_t i = 0; i < b->n; i++) {
@@ -98,8 +86,9 @@ batch_free(amp_batch *b)
 
 /* Points the batch at the tensors' memory; a tensor that is not dense is
  * replaced by a contiguous copy (written back by batch_write_back). */
-static int
-batch_init(amp_batch *b, AmpcTensorObject *const *ts, Py_ssize_t n)
+int
+ampc_amp_batch_init(ampc_amp_batch *b, AmpcTensorObject *const *ts,
+                    Py_ssize_t n)
 {
     memset(b, 0, sizeof(*b));
     b->n = n;
@@ -113,7 +102,7 @@ batch_init(amp_batch *b, AmpcTensorObject *const *ts, Py_ssize_t n)
     if (b->copy == NULL || b->data == NULL || b->numel == NULL ||
         b->dtype == NULL || stor == NULL) {
         PyMem_Free(stor);
-        batch_free(b);
+        ampc_amp_batch_free(b);
         PyErr_NoMemory();
         return -1;
     }
@@ -123,7 +112,7 @@ batch_init(amp_batch *b, AmpcTensorObject *const *ts, Py_ssize_t n)
             b->copy[i] = ampc_contiguous(t);
             if (b->copy[i] == NULL) {
                 PyMem_Free(stor);
-                batch_free(b);
+                ampc_amp_batch_free(b);
                 return -1;
             }
             t = b->copy[i];
@@ -148,7 +137,7 @@ batch_init(amp_batch *b, AmpcTensorObject *const *ts, Py_ssize_t n)
 
 /* After an in-place kernel: copies go back, versions move on. */
 static int
-batch_write_back(amp_batch *b)
+batch_write_back(ampc_amp_batch *b)
 {
     /* NOTE: on CUDA, ampc_copy_into queues its copies on the ampc stream
      * after the kernel, so they see its results without a wait. */
@@ -171,13 +160,13 @@ ampc_amp_unscale_tensors(AmpcTensorObject *const *ts, Py_ssize_t n,
                          float inv_scale, float *found_inf,
                          ampc_amp_counts *counts)
 {
-    amp_batch b;
-    if (batch_init(&b, ts, n) < 0) {
+    ampc_amp_batch b;
+    if (ampc_amp_batch_init(&b, ts, n) < 0) {
         return -1;
     }
     ampc_tensor_list l = {n, b.data, b.numel, b.dtype};
     ampc_amp_unscale_fn kernel = ampc_cpu.amp_unscale;
-    int release = b.total >= RELEASE_GIL_MIN;
+    int release = b.total >= AMPC_AMP_RELEASE_GIL_MIN;
     PyThreadState *ts_save = release ? PyEval_SaveThread() : NULL;
     if (b.shared) {
         for (Py_ssize_t i = 0; i < n; i++) {
@@ -192,7 +181,7 @@ ampc_amp_unscale_tensors(AmpcTensorObject *const *ts, Py_ssize_t n,
         PyEval_RestoreThread(ts_save);
     }
     int rc = inv_scale != 1.0f ? batch_write_back(&b) : 0;
-    batch_free(&b);
+    ampc_amp_batch_free(&b);
     return rc;
 }
 
@@ -205,8 +194,8 @@ ampc_amp_unscale_tensors_cuda(AmpcTensorObject *const *ts, Py_ssize_t n,
     if (ampc_cuda_enter(fn, ts[0]->device) < 0) {
         return -1;
     }
-    amp_batch b;
-    if (batch_init(&b, ts, n) < 0) {
+    ampc_amp_batch b;
+    if (ampc_amp_batch_init(&b, ts, n) < 0) {
         return -1;
     }
     int rc = 0;
@@ -225,7 +214,7 @@ ampc_amp_unscale_tensors_cuda(AmpcTensorObject *const *ts, Py_ssize_t n,
         rc = ampc_cuda.amp_unscale(&l, inv_scale, flags, found_inf, counts);
     }
     if (rc != 0) {
-        batch_free(&b);
+        ampc_amp_batch_free(&b);
         ampc_cuda_raise(fn, rc);
         return -1;
     }
@@ -234,30 +223,10 @@ ampc_amp_unscale_tensors_cuda(AmpcTensorObject *const *ts, Py_ssize_t n,
      * the versions move on, which is correct either way (the values are
      * unchanged when it is 1). */
     rc = (flags & AMPC_AMP_CHECK_ONLY) ? 0 : batch_write_back(&b);
-    batch_free(&b);
+    ampc_amp_batch_free(&b);
     return rc;
 }
 
-int
-ampc_amp_norm_tensors(AmpcTensorObject *const *ts, Py_ssize_t n, double p,
-                      double *acc)
-{
-    amp_batch b;
-    if (batch_init(&b, ts, n) < 0) {
-        return -1;
-    }
-    ampc_tensor_list l = {n, b.data, b.numel, b.dtype};
-    if (b.total >= RELEASE_GIL_MIN) {
-        Py_BEGIN_ALLOW_THREADS
-        ampc_cpu.grad_norm(&l, p, acc);
-        Py_END_ALLOW_THREADS
-    }
-    else {
-        ampc_cpu.grad_norm(&l, p, acc);
-    }
-    batch_free(&b);
-    return 0;
-}
 
 // ----------------------------------------------------------------------------
 // argument checks, in PyTorch's words where PyTorch has them
@@ -279,8 +248,8 @@ torch_dtype_name(ampc_dtype dt)
     }
 }
 
-static int
-arg_tensor(const char *fn, const char *arg, int pos, PyObject *v)
+int
+ampc_amp_arg_tensor(const char *fn, const char *arg, int pos, PyObject *v)
 {
     if (!ampc_tensor_check(v)) {
         PyErr_Format(PyExc_TypeError,
@@ -293,8 +262,8 @@ arg_tensor(const char *fn, const char *arg, int pos, PyObject *v)
 }
 
 /* A sequence of tensors -> a new PySequence_Fast (its items borrowed). */
-static PyObject *
-tensor_seq(const char *fn, PyObject *obj)
+PyObject *
+ampc_amp_tensor_seq(const char *fn, PyObject *obj)
 {
     if (ampc_tensor_check(obj) || !PySequence_Check(obj)) {
         PyErr_Format(PyExc_TypeError,
@@ -331,8 +300,8 @@ device_word(int type)
 
 /* PyTorch's dispatch: an op with any CUDA tensor argument runs its CUDA
  * kernel, whose checks then name the CPU ones. */
-static int
-op_device_type(AmpcTensorObject *const *ts, int n, PyObject *seq)
+int
+ampc_amp_op_device_type(AmpcTensorObject *const *ts, int n, PyObject *seq)
 {
     for (int i = 0; i < n; i++) {
         if (ampc_is_cuda(ts[i])) {
@@ -362,8 +331,8 @@ device_str(char *buf, size_t size, ampc_device d)
 
 /* PyTorch's device check of an op's tensors: -1 with its RuntimeError when
  * t is not on dev. */
-static int
-check_same_device(ampc_device dev, const AmpcTensorObject *t)
+int
+ampc_amp_check_same_device(ampc_device dev, const AmpcTensorObject *t)
 {
     if (t->device.type == dev.type && t->device.index == dev.index) {
         return 0;
@@ -419,8 +388,9 @@ check_scalars(const char *const *names, AmpcTensorObject *const *ts, int n,
 
 /* Every gradient: on a device of type `type` (on CUDA, all on the first
  * one's device) and of a float dtype. */
-static int
-check_grads(const char *kernel, const char *arg, PyObject *seq, int type)
+int
+ampc_amp_check_grads(const char *kernel, const char *arg, PyObject *seq,
+                     int type)
 {
     Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
     for (Py_ssize_t i = 0; i < n; i++) {
@@ -490,14 +460,14 @@ unscale_common(PyObject *args, const char *fn, int want_counts)
                            &inv_obj)) {
         return NULL;
     }
-    PyObject *seq = tensor_seq(fn, grads_obj);
+    PyObject *seq = ampc_amp_tensor_seq(fn, grads_obj);
     if (seq == NULL) {
         return NULL;
     }
     PyObject *result = NULL;
     ampc_amp_counts *counts = NULL;
-    if (arg_tensor(fn, "found_inf", 2, found_obj) < 0 ||
-        arg_tensor(fn, "inv_scale", 3, inv_obj) < 0) {
+    if (ampc_amp_arg_tensor(fn, "found_inf", 2, found_obj) < 0 ||
+        ampc_amp_arg_tensor(fn, "inv_scale", 3, inv_obj) < 0) {
         goto error;
     }
     Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
@@ -511,10 +481,10 @@ unscale_common(PyObject *args, const char *fn, int want_counts)
     AmpcTensorObject *inv = AMPC_TENSOR(inv_obj);
     const char *names[2] = {"inv_scale", "found_inf"};
     AmpcTensorObject *scalars[2] = {inv, found};
-    int type = op_device_type(scalars, 2, seq);
+    int type = ampc_amp_op_device_type(scalars, 2, seq);
     AmpcTensorObject **ts = (AmpcTensorObject **)PySequence_Fast_ITEMS(seq);
     if (check_scalars(names, scalars, 2, 0, type) < 0 ||
-        check_grads(type == AMPC_DEV_CUDA
+        ampc_amp_check_grads(type == AMPC_DEV_CUDA
                         ? "_amp_foreach_non_finite_check_and_unscale_cuda"
                         : "_amp_foreach_non_finite_check_and_unscale_cpu",
                     "scaled_grads", seq, type) < 0) {
@@ -528,8 +498,8 @@ unscale_common(PyObject *args, const char *fn, int want_counts)
         }
     }
     if (type == AMPC_DEV_CUDA) {
-        if (check_same_device(ts[0]->device, inv) < 0 ||
-            check_same_device(ts[0]->device, found) < 0 ||
+        if (ampc_amp_check_same_device(ts[0]->device, inv) < 0 ||
+            ampc_amp_check_same_device(ts[0]->device, found) < 0 ||
             unscale_cuda(fn, ts, n, inv, found, counts) < 0) {
             goto error;
         }
@@ -588,9 +558,9 @@ op_amp_update_scale_(PyObject *module, PyObject *args)
                           &interval_obj)) {
         return NULL;
     }
-    if (arg_tensor(fn, "self", 1, scale_obj) < 0 ||
-        arg_tensor(fn, "growth_tracker", 2, tracker_obj) < 0 ||
-        arg_tensor(fn, "found_inf", 3, found_obj) < 0) {
+    if (ampc_amp_arg_tensor(fn, "self", 1, scale_obj) < 0 ||
+        ampc_amp_arg_tensor(fn, "growth_tracker", 2, tracker_obj) < 0 ||
+        ampc_amp_arg_tensor(fn, "found_inf", 3, found_obj) < 0) {
         return NULL;
     }
     if (!PyLong_Check(interval_obj)) {
@@ -609,7 +579,7 @@ op_amp_update_scale_(PyObject *module, PyObject *args)
     AmpcTensorObject *found = AMPC_TENSOR(found_obj);
     const char *names[3] = {"growth_tracker", "current_scale", "found_inf"};
     AmpcTensorObject *ts[3] = {tracker, scale, found};
-    int type = op_device_type(ts, 3, NULL);
+    int type = ampc_amp_op_device_type(ts, 3, NULL);
     if (check_scalars(names, ts, 3, 1, type) < 0) {
         return NULL;
     }
@@ -617,8 +587,8 @@ op_amp_update_scale_(PyObject *module, PyObject *args)
         /* one thread on the device: nothing is read back */
         float *found_ptr = (float *)found->data;
         int rc;
-        if (check_same_device(scale->device, tracker) < 0 ||
-            check_same_device(scale->device, found) < 0 ||
+        if (ampc_amp_check_same_device(scale->device, tracker) < 0 ||
+            ampc_amp_check_same_device(scale->device, found) < 0 ||
             ampc_cuda_enter(fn, scale->device) < 0) {
             return NULL;
         }
@@ -641,197 +611,7 @@ op_amp_update_scale_(PyObject *module, PyObject *args)
 }
 
 // ----------------------------------------------------------------------------
-// clip_grad_norm_: the norm, then the scaling
-
-/* The total norm on the device: one slot call over the gradients (dense
- * copies of non-dense ones), written into out; no host wait. */
-static int
-grad_norm_cuda(const char *fn, AmpcTensorObject *const *ts, Py_ssize_t n,
-               double p, AmpcTensorObject *out)
-{
-    if (ampc_cuda_enter(fn, out->device) < 0) {
-        return -1;
-    }
-    amp_batch b;
-    if (batch_init(&b, ts, n) < 0) {
-        return -1;
-    }
-    ampc_tensor_list l = {n, b.data, b.numel, b.dtype};
-    int rc = ampc_cuda.grad_norm(&l, p, out->dtype, out->data);
-    batch_free(&b);
-    if (rc != 0) {
-        ampc_cuda_raise(fn, rc);
-        return -1;
-    }
-    return 0;
-}
-
-/* _grad_norm(grads, norm_type) -> 0-d tensor: PyTorch's _get_total_norm,
- * i.e. the norm of the per-tensor norms, each rounded to its tensor's
- * dtype, the total in the promoted dtype, on the gradients' device.  One
- * fused kernel call reads every gradient once; the arithmetic after it is
- * amp_reduce.h's, on the CPU here and on the GPU in cuda/amp.cu. */
-static PyObject *
-op_grad_norm(PyObject *module, PyObject *args)
-{
-    static const char *fn = "_grad_norm";
-    PyObject *grads_obj;
-    double p;
-    if (!PyArg_ParseTuple(args, "Od:_grad_norm", &grads_obj, &p)) {
-        return NULL;
-    }
-    PyObject *seq = tensor_seq(fn, grads_obj);
-    if (seq == NULL) {
-        return NULL;
-    }
-    PyObject *result = NULL;
-    double *acc = NULL;
-    AmpcTensorObject *out = NULL;
-    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
-    AmpcTensorObject **ts = (AmpcTensorObject **)PySequence_Fast_ITEMS(seq);
-    ampc_device dev = {AMPC_DEV_CPU, 0};
-    ampc_dtype out_dt = AMPC_FLOAT32;
-    if (check_grads("linalg_vector_norm", "grads", seq,
-                    op_device_type(NULL, 0, seq)) < 0) {
-        goto done;
-    }
-    if (n > 0) {
-        dev = ts[0]->device;
-        out_dt = ts[0]->dtype;
-    }
-    for (Py_ssize_t i = 0; i < n; i++) {
-        out_dt = ampc_promote(out_dt, ts[i]->dtype);
-        if (isinf(p) && ampc_numel(ts[i]) == 0) {
-            PyErr_Format(PyExc_RuntimeError,
-                         "linalg.vector_norm cannot compute the %s norm on "
-                         "an empty tensor because the operation does not "
-                         "have an identity",
-                         p > 0 ? "inf" : "-inf");
-            goto done;
-        }
-    }
-    out = ampc_tensor_empty(0, NULL, out_dt, dev);
-    if (out == NULL) {
-        goto done;
-    }
-    if (n > 0 && dev.type == AMPC_DEV_CUDA) {
-        if (grad_norm_cuda(fn, ts, n, p, out) == 0) {
-            result = Py_NewRef(out);
-        }
-        goto done;
-    }
-    acc = PyMem_Calloc(n > 0 ? (size_t)n : 1, sizeof(double));
-    if (acc == NULL) {
-        PyErr_NoMemory();
-        goto done;
-    }
-    if (n > 0 && ampc_amp_norm_tensors(ts, n, p, acc) < 0) {
-        goto done;
-    }
-    /* the norm of the stacked per-tensor norms */
-    double total = ampc_norm_identity(p);
-    for (Py_ssize_t i = 0; i < n; i++) {
-        double norm = ampc_norm_of_tensor(ts[i]->dtype, p, acc[i]);
-        total = ampc_norm_merge(p, total, ampc_norm_term(p, norm));
-    }
-    ampc_store_f64(out_dt, out->data,
-                   n > 0 ? ampc_norm_finish(p, total) : 0.0);
-    result = Py_NewRef(out);
-done:
-    Py_XDECREF(out);
-    PyMem_Free(acc);
-    Py_DECREF(seq);
-    return result;
-}
-
-/* The CUDA scaling: the coefficient computed on the device from the
- * device norm, then the fused pass with it as inv_scale (which writes
- * nothing when it is 1). */
-static int
-clip_cuda(const char *fn, AmpcTensorObject *const *ts, Py_ssize_t n,
-          AmpcTensorObject *norm, double max_norm)
-{
-    AmpcTensorObject *coef = NULL, *unused = NULL;
-    int rc = -1;
-    if (check_same_device(ts[0]->device, norm) < 0 ||
-        ampc_cuda_enter(fn, norm->device) < 0) {
-        return -1;
-    }
-    coef = ampc_tensor_empty(0, NULL, AMPC_FLOAT32, norm->device);
-    unused = coef ? ampc_tensor_empty(0, NULL, AMPC_FLOAT32, norm->device)
-                  : NULL;
-    if (unused == NULL) {
-        goto done;
-    }
-    int code = ampc_cuda.clip_coef(norm->data, norm->dtype, max_norm,
-                                   (float *)coef->data);
-    if (code != 0) {
-        ampc_cuda_raise(fn, code);
-        goto done;
-    }
-    rc = ampc_amp_unscale_tensors_cuda(ts, n, (const float *)coef->data, 0,
-                                       (float *)unused->data, NULL);
-done:
-    Py_XDECREF(coef);
-    Py_XDECREF(unused);
-    return rc;
-}
-
-/* _clip_grads_with_norm_(grads, max_norm, total_norm): grads *= coef in
- * one fused pass, and on the CPU no pass at all when coef is 1 (PyTorch
- * multiplies by 1.0 anyway, which changes nothing).  A NaN or inf norm
- * gives a NaN or 0 coefficient, as in PyTorch (amp_reduce.h
- * ampc_clip_coef). */
-static PyObject *
-op_clip_grads_with_norm_(PyObject *module, PyObject *args)
-{
-    static const char *fn = "_clip_grads_with_norm_";
-    PyObject *grads_obj, *norm_obj;
-    double max_norm;
-    if (!PyArg_ParseTuple(args, "OdO:_clip_grads_with_norm_", &grads_obj,
-                          &max_norm, &norm_obj)) {
-        return NULL;
-    }
-    if (arg_tensor(fn, "total_norm", 3, norm_obj) < 0) {
-        return NULL;
-    }
-    AmpcTensorObject *norm = AMPC_TENSOR(norm_obj);
-    if (ampc_numel(norm) != 1 || !ampc_dtype_is_float(norm->dtype)) {
-        PyErr_Format(PyExc_RuntimeError,
-                     "%s(): total_norm must be a 1-element float tensor",
-                     fn);
-        return NULL;
-    }
-    PyObject *seq = tensor_seq(fn, grads_obj);
-    if (seq == NULL) {
-        return NULL;
-    }
-    PyObject *result = NULL;
-    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
-    AmpcTensorObject **ts = (AmpcTensorObject **)PySequence_Fast_ITEMS(seq);
-    int type = op_device_type(&norm, 1, seq);
-    if (check_grads("mul_", "grads", seq, type) < 0) {
-        goto error;
-    }
-    if (type == AMPC_DEV_CUDA) {
-        if (n > 0 && clip_cuda(fn, ts, n, norm, max_norm) < 0) {
-            goto error;
-        }
-    }
-    else {
-        float coef = ampc_clip_coef(
-            norm->dtype, ampc_load_f32(norm->dtype, norm->data), max_norm);
-        float unused = 0.0f;
-        if (coef != 1.0f && n > 0 &&
-            ampc_amp_unscale_tensors(ts, n, coef, &unused, NULL) < 0) {
-            goto error;
-        }
-    }
-    result = Py_NewRef(Py_None);
-error:
-    Py_DECREF(seq);
-    return result;
-}
+// GradScaler's questions
 
 /* _amp_clip_pending(grads) -> bool: clip_grad_norm_'s question to the live
  * GradScalers (ampc_grad_scaler_clip_pending). */
@@ -867,12 +647,6 @@ PyMethodDef ampc_amp_methods[] = {
      "_amp_update_scale_(scale, growth_tracker, found_inf, growth_factor, "
      "backoff_factor, growth_interval) -> scale (updated in place; the "
      "tracker is an int64 tensor)"},
-    {"_grad_norm", op_grad_norm, METH_VARARGS,
-     "_grad_norm(grads, norm_type) -> 0-d tensor: the total norm, one fused "
-     "pass"},
-    {"_clip_grads_with_norm_", op_clip_grads_with_norm_, METH_VARARGS,
-     "_clip_grads_with_norm_(grads, max_norm, total_norm): grads *= "
-     "min(max_norm / (total_norm + 1e-6), 1)"},
     {"_cuda_host_reads", op_cuda_host_reads, METH_NOARGS,
      "_cuda_host_reads() -> int: how many reads of CUDA memory into host "
      "memory (each one waits for the GPU) ran so far; the difference over "

@@ -256,10 +256,11 @@ ampc_is_cuda(const AmpcTensorObject *t)
 }
 
 // ----------------------------------------------------------------------------
-// AMP (amp_ops.c, grad_scaler*.c)
+// AMP (amp_ops.c, grad_norm_ops.c, grad_scaler*.c)
 
 extern PyType_Spec ampc_grad_scaler_spec;
 extern PyMethodDef ampc_amp_methods[];
+extern PyMethodDef ampc_grad_norm_methods[];
 
 /* One fused unscale-and-check over n float CPU tensors (checked by the
  * caller): x *= inv_scale in place, *found_inf = 1.0f on any inf/NaN input,
@@ -276,7 +277,7 @@ int ampc_amp_unscale_tensors_cuda(AmpcTensorObject *const *ts, Py_ssize_t n,
                                   const float *inv_scale, int flags,
                                   float *found_inf, ampc_amp_counts *counts);
 /* Per-tensor accumulators of the p-norm (ampc_grad_norm_fn) of n float CPU
- * tensors, in one fused call.  -1 with an exception. */
+ * tensors, in one fused call (grad_norm_ops.c).  -1 with an exception. */
 int ampc_amp_norm_tensors(AmpcTensorObject *const *ts, Py_ssize_t n,
                           double p, double *acc);
 /* Host reads of CUDA memory that waited for the GPU (ampc_read_to_host

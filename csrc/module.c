@@ -437,6 +437,7 @@ extern PyMethodDef ampc_nn_pool_methods[];
 extern PyMethodDef ampc_nn_loss_methods[];
 extern PyMethodDef ampc_optim_methods[];
 extern PyMethodDef ampc_amp_methods[];
+extern PyMethodDef ampc_grad_norm_methods[];
 extern PyMethodDef ampc_autocast_functions[];
 extern PyMethodDef ampc_autocast_policy_functions[];
 extern PyMethodDef ampc_cuda_graph_methods[];
@@ -454,6 +455,7 @@ join_functions(void)
                                    ampc_nn_activation_methods,
                                    ampc_nn_pool_methods, ampc_nn_loss_methods,
                                    ampc_optim_methods, ampc_amp_methods,
+                                   ampc_grad_norm_methods,
                                    ampc_autocast_functions,
                                    ampc_autocast_policy_functions,
                                    ampc_cuda_graph_methods};
