@@ -1,10 +1,10 @@
 /* loss.c - the fused cross_entropy (log_softmax and the loss in one pass
- * per row) and mse_loss, forward and backward: the bodies of cpu/nn_loops.h
+ * per row) and mse_loss, forward and backward: the bodies of cpu/loss_loops.h
  * compiled for AVX2 + FMA + F16C.  nll_loss keeps the portable kernels.
  */
 #if defined(__x86_64__)
 
-#include "cpu/nn_loops.h"
+#include "cpu/loss_loops.h"
 
 // ----------------------------------------------------------------------------
 // AVX2

@@ -1,12 +1,12 @@
 /* optim.c - the fused SGD and Adam/AdamW steps, one pass over each
- * parameter: the bodies of cpu/nn_loops.h compiled for AVX-512 F/BW/VL,
+ * parameter: the bodies of cpu/optim_loops.h compiled for AVX-512 F/BW/VL,
  * with Adam's square roots taken by the vector instruction.
  */
 #if defined(__x86_64__)
 
 #include <immintrin.h>
 
-#include "cpu/nn_loops.h"
+#include "cpu/optim_loops.h"
 
 // ----------------------------------------------------------------------------
 // AVX-512

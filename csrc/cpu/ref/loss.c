@@ -1,9 +1,9 @@
 /* loss.c - nll_loss (portable only: it touches one element per row),
  * the fused cross_entropy (log_softmax and the loss in one pass per row) and
- * mse_loss, forward and backward: the bodies of cpu/nn_loops.h compiled for
+ * mse_loss, forward and backward: the bodies of cpu/loss_loops.h compiled for
  * the baseline ISA.
  */
-#include "cpu/nn_loops.h"
+#include "cpu/loss_loops.h"
 
 // ----------------------------------------------------------------------------
 // CPU reference

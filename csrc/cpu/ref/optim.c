@@ -1,7 +1,7 @@
 /* optim.c - the fused SGD and Adam/AdamW steps, one pass over each
- * parameter: the bodies of cpu/nn_loops.h compiled for the baseline ISA.
+ * parameter: the bodies of cpu/optim_loops.h compiled for the baseline ISA.
  */
-#include "cpu/nn_loops.h"
+#include "cpu/optim_loops.h"
 
 // ----------------------------------------------------------------------------
 // CPU reference
