@@ -24,7 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cpu/loops.h"
+#include "cpu/reduce_loops.h"
 #include "nn_math.h"
 
 #define AMPC_NN_ROW 4096            /* floats of a row held per pass */

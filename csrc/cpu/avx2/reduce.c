@@ -1,9 +1,10 @@
 /* reduce.c - sum, mean, max, min, argmax and argmin: the parts of
- * cpu/loops.h compiled for AVX2 + FMA + F16C; ampc_reduce_run splits the work.
+ * cpu/reduce_loops.h compiled for AVX2 + FMA + F16C; ampc_reduce_run splits
+ * the work.
  */
 #if defined(__x86_64__)
 
-#include "cpu/loops.h"
+#include "cpu/reduce_loops.h"
 
 // ----------------------------------------------------------------------------
 // AVX2

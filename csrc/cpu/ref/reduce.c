@@ -2,7 +2,7 @@
  * a contiguous (outer, r, inner) array: the split over threads that every
  * level shares (ampc_reduce_run), and the portable parts it drives.
  */
-#include "cpu/loops.h"
+#include "cpu/reduce_loops.h"
 
 /* A row (inner == 1) is reduced in chunks of AMPC_RED_CHUNK elements whose
  * partial results are folded in order.  The chunks are the same whether one
