@@ -1,21 +1,19 @@
 /* linalg_ops.c - the Python-facing linear algebra of ampc._C: linear,
- * linear_backward, matmul, conv2d and conv2d_backward (raw ops, no
- * autograd), plus the private peak-FLOP probe the benchmarks use.  Parse and
- * check, allocate, then run the gemm / conv2d slots of the CPU table (with
- * the GIL released) or, for CUDA tensors, of the CUDA table (cuBLASLt and
- * cuDNN, queued on the device's stream).  Every error names the op, the
- * argument and what was expected.  The flags of ampc.backends.cuda.matmul
- * and ampc.backends.cudnn live here and go to the CUDA slots.
+ * linear_backward and matmul (raw ops, no autograd; conv2d is in
+ * conv_ops.c), the argument helpers both files use (linalg_ops.h), and the
+ * private peak-FLOP probe the benchmarks use.  Parse and check, allocate,
+ * then run the gemm slot of the CPU table (with the GIL released) or, for
+ * CUDA tensors, of the CUDA table (cuBLASLt, queued on the device's
+ * stream).  Every error names the op, the argument and what was expected.
+ * The flags of ampc.backends.cuda.matmul and ampc.backends.cudnn live here
+ * and go to the CUDA slots.
  */
-#include "ampc.h"
-
-/* Below this many flops a kernel keeps the GIL: releasing it costs more. */
-#define LA_RELEASE_GIL_FLOPS 1.0e6
+#include "linalg_ops.h"
 
 /* ampc.backends.cuda.matmul.allow_tf32 and ampc.backends.cudnn.*, with
  * PyTorch's defaults (set with the GIL held, read by the ops). */
 static int matmul_allow_tf32 = 0;
-static ampc_cudnn_opts cudnn_opts = {
+ampc_cudnn_opts ampc_la_cudnn_opts = {
     .enabled = 1, .benchmark = 0, .deterministic = 0, .allow_tf32 = 1,
 };
 
@@ -24,8 +22,8 @@ static ampc_cudnn_opts cudnn_opts = {
 
 /* obj as a tensor (CPU or CUDA) of a float dtype; NULL with an exception
  * naming fn and arg otherwise.  Borrowed. */
-static AmpcTensorObject *
-float_tensor(const char *fn, const char *arg, PyObject *obj)
+AmpcTensorObject *
+ampc_la_float_tensor(const char *fn, const char *arg, PyObject *obj)
 {
     if (!ampc_tensor_check(obj)) {
         PyErr_Format(PyExc_TypeError,
@@ -58,8 +56,8 @@ device_name(char *buf, size_t size, ampc_device dev)
 /* -1 with PyTorch's RuntimeError unless the n tensors (NULL entries
  * skipped) share ts[0]'s device; else 0, with that device made current
  * when it is a GPU. */
-static int
-check_devices(const char *fn, int n, AmpcTensorObject *const *ts)
+int
+ampc_la_check_devices(const char *fn, int n, AmpcTensorObject *const *ts)
 {
     char d0[32], d1[32];
     for (int i = 1; i < n; i++) {
@@ -79,9 +77,9 @@ check_devices(const char *fn, int n, AmpcTensorObject *const *ts)
 }
 
 /* -1 with RuntimeError unless t has the dtype of `ref` (argument ref_arg). */
-static int
-same_dtype(const char *fn, const char *arg, AmpcTensorObject *t,
-           const char *ref_arg, AmpcTensorObject *ref)
+int
+ampc_la_same_dtype(const char *fn, const char *arg, AmpcTensorObject *t,
+                   const char *ref_arg, AmpcTensorObject *ref)
 {
     if (t->dtype != ref->dtype) {
         PyErr_Format(PyExc_RuntimeError,
@@ -93,9 +91,9 @@ same_dtype(const char *fn, const char *arg, AmpcTensorObject *t,
     return 0;
 }
 
-static int
-check_ndim(const char *fn, const char *arg, AmpcTensorObject *t, int ndim,
-           const char *layout)
+int
+ampc_la_check_ndim(const char *fn, const char *arg, AmpcTensorObject *t,
+                   int ndim, const char *layout)
 {
     if (t->ndim != ndim) {
         PyErr_Format(PyExc_RuntimeError,
@@ -107,8 +105,9 @@ check_ndim(const char *fn, const char *arg, AmpcTensorObject *t, int ndim,
 }
 
 /* needs = (need_0, need_1, need_2) -> flags; -1 with TypeError. */
-static int
-parse_needs(const char *fn, PyObject *obj, const char *names, int flags[3])
+int
+ampc_la_parse_needs(const char *fn, PyObject *obj, const char *names,
+                    int flags[3])
 {
     if (!(PyTuple_Check(obj) || PyList_Check(obj)) ||
         PySequence_Fast_GET_SIZE(obj) != 3) {
@@ -128,8 +127,9 @@ parse_needs(const char *fn, PyObject *obj, const char *names, int flags[3])
 
 /* An int or a pair (tuple or list) of ints -> v[0], v[1]; -1 with an
  * exception. */
-static int
-parse_pair(const char *fn, const char *arg, PyObject *obj, int64_t v[2])
+int
+ampc_la_parse_pair(const char *fn, const char *arg, PyObject *obj,
+                   int64_t v[2])
 {
     PyObject *items[2] = {obj, obj};
     if (PyTuple_Check(obj) || PyList_Check(obj)) {
@@ -157,8 +157,8 @@ bad:
     return -1;
 }
 
-static PyObject *
-kernel_failed(const char *fn)
+PyObject *
+ampc_la_kernel_failed(const char *fn)
 {
     return PyErr_Format(PyExc_MemoryError,
                         "%s(): out of memory for the kernel's scratch "
@@ -183,7 +183,7 @@ run_gemm(const char *fn, ampc_device dev, const ampc_gemm_args *g)
     }
     double flops = 2.0 * (double)g->m * (double)g->n * (double)g->k *
                    (double)(g->batch > 1 ? g->batch : 1);
-    if (flops >= LA_RELEASE_GIL_FLOPS) {
+    if (flops >= AMPC_LA_RELEASE_GIL_FLOPS) {
         Py_BEGIN_ALLOW_THREADS
         err = ampc_cpu.gemm(g);
         Py_END_ALLOW_THREADS
@@ -192,7 +192,7 @@ run_gemm(const char *fn, ampc_device dev, const ampc_gemm_args *g)
         err = ampc_cpu.gemm(g);
     }
     if (err != 0) {
-        kernel_failed(fn);
+        ampc_la_kernel_failed(fn);
         return -1;
     }
     return 0;
@@ -276,8 +276,9 @@ check_linear(const char *fn, AmpcTensorObject *x, AmpcTensorObject *w,
                      fn);
         return -1;
     }
-    if (check_ndim(fn, "weight", w, 2, "(out_features, in_features)") < 0 ||
-        same_dtype(fn, "weight", w, "input", x) < 0) {
+    if (ampc_la_check_ndim(fn, "weight", w, 2,
+                           "(out_features, in_features)") < 0 ||
+        ampc_la_same_dtype(fn, "weight", w, "input", x) < 0) {
         return -1;
     }
     if (x->shape[x->ndim - 1] != w->shape[1]) {
@@ -290,7 +291,7 @@ check_linear(const char *fn, AmpcTensorObject *x, AmpcTensorObject *w,
         return -1;
     }
     if (b != NULL) {
-        if (same_dtype(fn, "bias", b, "input", x) < 0) {
+        if (ampc_la_same_dtype(fn, "bias", b, "input", x) < 0) {
             return -1;
         }
         if (b->ndim != 1 || b->shape[0] != w->shape[0]) {
@@ -316,12 +317,13 @@ op_linear(PyObject *module, PyObject *args, PyObject *kwds)
     AmpcTensorObject *y = NULL;
     if (!PyArg_ParseTupleAndKeywords(args, kwds, "OO|Op:linear", kwlist,
                                      &x_obj, &w_obj, &b_obj, &relu) ||
-        (x = float_tensor("linear", "input", x_obj)) == NULL ||
-        (w = float_tensor("linear", "weight", w_obj)) == NULL ||
+        (x = ampc_la_float_tensor("linear", "input", x_obj)) == NULL ||
+        (w = ampc_la_float_tensor("linear", "weight", w_obj)) == NULL ||
         (b_obj != Py_None &&
-         (b = float_tensor("linear", "bias", b_obj)) == NULL) ||
+         (b = ampc_la_float_tensor("linear", "bias", b_obj)) == NULL) ||
         check_linear("linear", x, w, b) < 0 ||
-        check_devices("linear", 3, (AmpcTensorObject *[]){x, w, b}) < 0) {
+        ampc_la_check_devices("linear", 3,
+                              (AmpcTensorObject *[]){x, w, b}) < 0) {
         return NULL;
     }
 
@@ -374,14 +376,14 @@ op_linear_backward(PyObject *module, PyObject *args)
     char buf[256], buf2[256];
     if (!PyArg_ParseTuple(args, "OOOO:linear_backward", &go_obj, &x_obj,
                           &w_obj, &needs_obj) ||
-        (go = float_tensor(fn, "grad_out", go_obj)) == NULL ||
-        (x = float_tensor(fn, "input", x_obj)) == NULL ||
-        (w = float_tensor(fn, "weight", w_obj)) == NULL ||
+        (go = ampc_la_float_tensor(fn, "grad_out", go_obj)) == NULL ||
+        (x = ampc_la_float_tensor(fn, "input", x_obj)) == NULL ||
+        (w = ampc_la_float_tensor(fn, "weight", w_obj)) == NULL ||
         check_linear(fn, x, w, NULL) < 0 ||
-        same_dtype(fn, "grad_out", go, "input", x) < 0 ||
-        parse_needs(fn, needs_obj, "need_input, need_weight, need_bias",
-                    need) < 0 ||
-        check_devices(fn, 3, (AmpcTensorObject *[]){go, x, w}) < 0) {
+        ampc_la_same_dtype(fn, "grad_out", go, "input", x) < 0 ||
+        ampc_la_parse_needs(fn, needs_obj,
+                            "need_input, need_weight, need_bias", need) < 0 ||
+        ampc_la_check_devices(fn, 3, (AmpcTensorObject *[]){go, x, w}) < 0) {
         return NULL;
     }
     int ok = go->ndim == x->ndim && go->shape[go->ndim - 1] == w->shape[0];
@@ -502,8 +504,8 @@ op_matmul(PyObject *module, PyObject *args)
     AmpcTensorObject *a, *b, *ah = NULL, *bh = NULL, *c = NULL;
     char sa[256], sb[256];
     if (!PyArg_ParseTuple(args, "OO:matmul", &a_obj, &b_obj) ||
-        (a = float_tensor(fn, "input", a_obj)) == NULL ||
-        (b = float_tensor(fn, "other", b_obj)) == NULL) {
+        (a = ampc_la_float_tensor(fn, "input", a_obj)) == NULL ||
+        (b = ampc_la_float_tensor(fn, "other", b_obj)) == NULL) {
         return NULL;
     }
     if (a->ndim == 0 || b->ndim == 0) {
@@ -513,8 +515,8 @@ op_matmul(PyObject *module, PyObject *args)
                      fn, a->ndim, b->ndim);
         return NULL;
     }
-    if (same_dtype(fn, "other", b, "input", a) < 0 ||
-        check_devices(fn, 2, (AmpcTensorObject *[]){a, b}) < 0) {
+    if (ampc_la_same_dtype(fn, "other", b, "input", a) < 0 ||
+        ampc_la_check_devices(fn, 2, (AmpcTensorObject *[]){a, b}) < 0) {
         return NULL;
     }
     ah = (AmpcTensorObject *)Py_NewRef(a);
@@ -670,290 +672,6 @@ error:
 }
 
 // ----------------------------------------------------------------------------
-// conv2d
-
-/* stride, padding and dilation as pairs, checked; NULL objects keep the
- * values already in s, p, d.  -1 with an exception. */
-static int
-parse_conv_params(const char *fn, PyObject *st, PyObject *pad, PyObject *dil,
-                  int64_t s[2], int64_t p[2], int64_t d[2])
-{
-    if ((st != NULL && parse_pair(fn, "stride", st, s) < 0) ||
-        (pad != NULL && parse_pair(fn, "padding", pad, p) < 0) ||
-        (dil != NULL && parse_pair(fn, "dilation", dil, d) < 0)) {
-        return -1;
-    }
-    if (s[0] <= 0 || s[1] <= 0) {
-        PyErr_Format(PyExc_RuntimeError,
-                     "%s(): stride must be positive, got (%lld, %lld)", fn,
-                     (long long)s[0], (long long)s[1]);
-        return -1;
-    }
-    if (p[0] < 0 || p[1] < 0) {
-        PyErr_Format(PyExc_RuntimeError,
-                     "%s(): padding must be non-negative, got (%lld, %lld)",
-                     fn, (long long)p[0], (long long)p[1]);
-        return -1;
-    }
-    if (d[0] <= 0 || d[1] <= 0) {
-        PyErr_Format(PyExc_RuntimeError,
-                     "%s(): dilation must be positive, got (%lld, %lld)",
-                     fn, (long long)d[0], (long long)d[1]);
-        return -1;
-    }
-    return 0;
-}
-
-/* x (N, C, H, W), weight (OC, C, KH, KW), bias (OC) or NULL: checks and
- * fills the shape; -1 with an exception. */
-static int
-conv_shape(const char *fn, AmpcTensorObject *x, AmpcTensorObject *w,
-           AmpcTensorObject *b, const int64_t st[2], const int64_t pad[2],
-           const int64_t dil[2], ampc_conv2d_shape *s)
-{
-    char buf[256];
-    if (check_ndim(fn, "input", x, 4, "(N, C, H, W)") < 0 ||
-        check_ndim(fn, "weight", w, 4, "(OC, C, KH, KW)") < 0 ||
-        same_dtype(fn, "weight", w, "input", x) < 0) {
-        return -1;
-    }
-    if (x->shape[1] != w->shape[1]) {
-        ampc_format_shape(buf, sizeof(buf), 4, w->shape);
-        PyErr_Format(PyExc_RuntimeError,
-                     "%s(): expected input to have %lld channels (weight "
-                     "has shape %s), got %lld channels",
-                     fn, (long long)w->shape[1], buf,
-                     (long long)x->shape[1]);
-        return -1;
-    }
-    if (w->shape[2] < 1 || w->shape[3] < 1) {
-        ampc_format_shape(buf, sizeof(buf), 4, w->shape);
-        PyErr_Format(PyExc_RuntimeError,
-                     "%s(): weight must have a kernel of at least 1x1, got "
-                     "shape %s",
-                     fn, buf);
-        return -1;
-    }
-    if (b != NULL) {
-        if (same_dtype(fn, "bias", b, "input", x) < 0) {
-            return -1;
-        }
-        if (b->ndim != 1 || b->shape[0] != w->shape[0]) {
-            ampc_format_shape(buf, sizeof(buf), b->ndim, b->shape);
-            PyErr_Format(PyExc_RuntimeError,
-                         "%s(): expected bias to have shape [%lld] (one "
-                         "per output channel), got %s",
-                         fn, (long long)w->shape[0], buf);
-            return -1;
-        }
-    }
-    *s = (ampc_conv2d_shape){
-        .n = x->shape[0], .c = x->shape[1], .h = x->shape[2],
-        .w = x->shape[3], .oc = w->shape[0], .kh = w->shape[2],
-        .kw = w->shape[3], .sh = st[0], .sw = st[1], .ph = pad[0],
-        .pw = pad[1], .dh = dil[0], .dw = dil[1],
-    };
-    int64_t eh = s->dh * (s->kh - 1) + 1, ew = s->dw * (s->kw - 1) + 1;
-    int64_t ph = s->h + 2 * s->ph, pw = s->w + 2 * s->pw;
-    s->oh = ph >= eh ? (ph - eh) / s->sh + 1 : 0;
-    s->ow = pw >= ew ? (pw - ew) / s->sw + 1 : 0;
-    if (s->oh < 1 || s->ow < 1) {
-        PyErr_Format(PyExc_RuntimeError,
-                     "%s(): output size is too small: the padded input is "
-                     "%lldx%lld but the dilated kernel is %lldx%lld "
-                     "(output %lldx%lld)",
-                     fn, (long long)ph, (long long)pw, (long long)eh,
-                     (long long)ew, (long long)s->oh, (long long)s->ow);
-        return -1;
-    }
-    return 0;
-}
-
-static double
-conv_flops(const ampc_conv2d_shape *s)
-{
-    return 2.0 * (double)s->n * (double)s->oc * (double)s->oh *
-           (double)s->ow * (double)(s->c * s->kh * s->kw);
-}
-
-/* x (N, C, H, W), weight (OC, C, KH, KW), bias (OC) -> y (N, OC, OH, OW) */
-static PyObject *
-op_conv2d(PyObject *module, PyObject *args, PyObject *kwds)
-{
-    static char *kwlist[] = {"input", "weight", "bias", "stride", "padding",
-                             "dilation", "relu", NULL};
-    const char *fn = "conv2d";
-    PyObject *x_obj, *w_obj, *b_obj = Py_None;
-    PyObject *st_obj = NULL, *pad_obj = NULL, *dil_obj = NULL;
-    int relu = 0;
-    int64_t st[2] = {1, 1}, pad[2] = {0, 0}, dil[2] = {1, 1};
-    AmpcTensorObject *x, *w, *b = NULL, *xc = NULL, *wc = NULL, *bc = NULL;
-    AmpcTensorObject *y = NULL;
-    ampc_conv2d_shape s;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OO|OOOOp:conv2d", kwlist,
-                                     &x_obj, &w_obj, &b_obj, &st_obj,
-                                     &pad_obj, &dil_obj, &relu) ||
-        (x = float_tensor(fn, "input", x_obj)) == NULL ||
-        (w = float_tensor(fn, "weight", w_obj)) == NULL ||
-        (b_obj != Py_None && (b = float_tensor(fn, "bias", b_obj)) == NULL) ||
-        parse_conv_params(fn, st_obj, pad_obj, dil_obj, st, pad, dil) < 0 ||
-        conv_shape(fn, x, w, b, st, pad, dil, &s) < 0 ||
-        check_devices(fn, 3, (AmpcTensorObject *[]){x, w, b}) < 0) {
-        return NULL;
-    }
-
-    int64_t shape[4] = {s.n, s.oc, s.oh, s.ow};
-    if ((xc = ampc_contiguous(x)) == NULL ||
-        (wc = ampc_contiguous(w)) == NULL ||
-        (b != NULL && (bc = ampc_contiguous(b)) == NULL) ||
-        (y = ampc_tensor_empty(4, shape, x->dtype, x->device)) == NULL) {
-        goto error;
-    }
-    int err = 0;
-    const void *bias = bc != NULL ? bc->data : NULL;
-    if (ampc_is_cuda(x)) {
-        err = ampc_numel(y) > 0
-                  ? ampc_cuda.conv2d_fwd(&s, x->dtype, xc->data, wc->data,
-                                         bias, relu, y->data, &cudnn_opts)
-                  : 0;
-        if (err != 0) {
-            ampc_cuda_raise(fn, err);
-            goto error;
-        }
-    }
-    else if (ampc_numel(y) > 0) {
-        if (conv_flops(&s) >= LA_RELEASE_GIL_FLOPS) {
-            Py_BEGIN_ALLOW_THREADS
-            err = ampc_cpu.conv2d_fwd(&s, x->dtype, xc->data, wc->data, bias,
-                                      relu, y->data);
-            Py_END_ALLOW_THREADS
-        }
-        else {
-            err = ampc_cpu.conv2d_fwd(&s, x->dtype, xc->data, wc->data, bias,
-                                      relu, y->data);
-        }
-    }
-    if (err) {
-        kernel_failed(fn);
-        goto error;
-    }
-    Py_DECREF(xc);
-    Py_DECREF(wc);
-    Py_XDECREF(bc);
-    return (PyObject *)y;
-
-error:
-    Py_XDECREF(xc);
-    Py_XDECREF(wc);
-    Py_XDECREF(bc);
-    Py_XDECREF(y);
-    return NULL;
-}
-
-/* grad_out (N, OC, OH, OW), x (N, C, H, W), weight (OC, C, KH, KW) ->
- * (grad_x, grad_w, grad_b), each None unless needed */
-static PyObject *
-op_conv2d_backward(PyObject *module, PyObject *args)
-{
-    const char *fn = "conv2d_backward";
-    PyObject *go_obj, *x_obj, *w_obj, *st_obj, *pad_obj, *dil_obj, *needs;
-    AmpcTensorObject *go, *x, *w, *goc = NULL, *xc = NULL, *wc = NULL;
-    AmpcTensorObject *gx = NULL, *gw = NULL, *gb = NULL;
-    int64_t st[2], pad[2], dil[2];
-    int need[3];
-    ampc_conv2d_shape s;
-    char buf[256], buf2[256];
-    if (!PyArg_ParseTuple(args, "OOOOOOO:conv2d_backward", &go_obj, &x_obj,
-                          &w_obj, &st_obj, &pad_obj, &dil_obj, &needs) ||
-        (go = float_tensor(fn, "grad_out", go_obj)) == NULL ||
-        (x = float_tensor(fn, "input", x_obj)) == NULL ||
-        (w = float_tensor(fn, "weight", w_obj)) == NULL ||
-        parse_conv_params(fn, st_obj, pad_obj, dil_obj, st, pad, dil) < 0 ||
-        conv_shape(fn, x, w, NULL, st, pad, dil, &s) < 0 ||
-        same_dtype(fn, "grad_out", go, "input", x) < 0 ||
-        parse_needs(fn, needs, "need_input, need_weight, need_bias",
-                    need) < 0 ||
-        check_devices(fn, 3, (AmpcTensorObject *[]){go, x, w}) < 0) {
-        return NULL;
-    }
-    int64_t yshape[4] = {s.n, s.oc, s.oh, s.ow};
-    if (go->ndim != 4 || memcmp(go->shape, yshape, sizeof(yshape)) != 0) {
-        ampc_format_shape(buf, sizeof(buf), go->ndim, go->shape);
-        ampc_format_shape(buf2, sizeof(buf2), 4, yshape);
-        PyErr_Format(PyExc_RuntimeError,
-                     "%s(): expected grad_out to have shape %s (the "
-                     "output's), got %s",
-                     fn, buf2, buf);
-        return NULL;
-    }
-    if ((goc = ampc_contiguous(go)) == NULL ||
-        (xc = ampc_contiguous(x)) == NULL ||
-        (wc = ampc_contiguous(w)) == NULL ||
-        (need[0] && (gx = ampc_tensor_empty(4, x->shape, x->dtype,
-                                            x->device)) == NULL) ||
-        (need[1] && (gw = ampc_tensor_empty(4, w->shape, x->dtype,
-                                            x->device)) == NULL) ||
-        (need[2] && (gb = ampc_tensor_empty(1, &s.oc, x->dtype,
-                                            x->device)) == NULL)) {
-        goto error;
-    }
-    if (ampc_is_cuda(x)) {
-        int err = 0;
-        if (gx != NULL && ampc_numel(gx) > 0) {
-            err = ampc_cuda.conv2d_bwd_input(&s, x->dtype, goc->data,
-                                             wc->data, gx->data,
-                                             &cudnn_opts);
-        }
-        if (err == 0 && (gw != NULL || gb != NULL)) {
-            err = ampc_cuda.conv2d_bwd_weight(&s, x->dtype, goc->data,
-                                              xc->data, gw ? gw->data : NULL,
-                                              gb ? gb->data : NULL,
-                                              &cudnn_opts);
-        }
-        if (err != 0) {
-            ampc_cuda_raise(fn, err);
-            goto error;
-        }
-        goto done;
-    }
-    int err = 0, release = conv_flops(&s) >= LA_RELEASE_GIL_FLOPS;
-    PyThreadState *ts = release ? PyEval_SaveThread() : NULL;
-    if (gx != NULL && ampc_numel(gx) > 0) {
-        err = ampc_cpu.conv2d_bwd_input(&s, x->dtype, goc->data, wc->data,
-                                        gx->data);
-    }
-    if (err == 0 && (gw != NULL || gb != NULL)) {
-        err = ampc_cpu.conv2d_bwd_weight(&s, x->dtype, goc->data, xc->data,
-                                         gw ? gw->data : NULL,
-                                         gb ? gb->data : NULL);
-    }
-    if (ts != NULL) {
-        PyEval_RestoreThread(ts);
-    }
-    if (err) {
-        kernel_failed(fn);
-        goto error;
-    }
-
-done:
-    Py_DECREF(goc);
-    Py_DECREF(xc);
-    Py_DECREF(wc);
-    return Py_BuildValue("(NNN)", gx ? (PyObject *)gx : Py_NewRef(Py_None),
-                         gw ? (PyObject *)gw : Py_NewRef(Py_None),
-                         gb ? (PyObject *)gb : Py_NewRef(Py_None));
-
-error:
-    Py_XDECREF(goc);
-    Py_XDECREF(xc);
-    Py_XDECREF(wc);
-    Py_XDECREF(gx);
-    Py_XDECREF(gw);
-    Py_XDECREF(gb);
-    return NULL;
-}
-
-// ----------------------------------------------------------------------------
 // peak FLOP/s (for benchmarks/bench_train.py)
 
 static PyObject *
@@ -1003,10 +721,10 @@ op_linalg_cuda_flags(PyObject *module, PyObject *noargs)
     return Py_BuildValue(
         "{sNsNsNsNsN}", "matmul_allow_tf32",
         PyBool_FromLong(matmul_allow_tf32), "cudnn_enabled",
-        PyBool_FromLong(cudnn_opts.enabled), "cudnn_benchmark",
-        PyBool_FromLong(cudnn_opts.benchmark), "cudnn_deterministic",
-        PyBool_FromLong(cudnn_opts.deterministic), "cudnn_allow_tf32",
-        PyBool_FromLong(cudnn_opts.allow_tf32));
+        PyBool_FromLong(ampc_la_cudnn_opts.enabled), "cudnn_benchmark",
+        PyBool_FromLong(ampc_la_cudnn_opts.benchmark), "cudnn_deterministic",
+        PyBool_FromLong(ampc_la_cudnn_opts.deterministic), "cudnn_allow_tf32",
+        PyBool_FromLong(ampc_la_cudnn_opts.allow_tf32));
 }
 
 /* _set_linalg_cuda_flags(**flags): sets the flags given (bools). */
@@ -1016,8 +734,9 @@ op_set_linalg_cuda_flags(PyObject *module, PyObject *args, PyObject *kwds)
     static char *kwlist[] = {"matmul_allow_tf32", "cudnn_enabled",
                              "cudnn_benchmark", "cudnn_deterministic",
                              "cudnn_allow_tf32", NULL};
-    int v[5] = {matmul_allow_tf32, cudnn_opts.enabled, cudnn_opts.benchmark,
-                cudnn_opts.deterministic, cudnn_opts.allow_tf32};
+    int v[5] = {matmul_allow_tf32, ampc_la_cudnn_opts.enabled,
+                ampc_la_cudnn_opts.benchmark, ampc_la_cudnn_opts.deterministic,
+                ampc_la_cudnn_opts.allow_tf32};
     if (!PyArg_ParseTupleAndKeywords(args, kwds,
                                      "|$ppppp:_set_linalg_cuda_flags",
                                      kwlist, &v[0], &v[1], &v[2], &v[3],
@@ -1025,51 +744,11 @@ op_set_linalg_cuda_flags(PyObject *module, PyObject *args, PyObject *kwds)
         return NULL;
     }
     matmul_allow_tf32 = v[0];
-    cudnn_opts.enabled = v[1];
-    cudnn_opts.benchmark = v[2];
-    cudnn_opts.deterministic = v[3];
-    cudnn_opts.allow_tf32 = v[4];
+    ampc_la_cudnn_opts.enabled = v[1];
+    ampc_la_cudnn_opts.benchmark = v[2];
+    ampc_la_cudnn_opts.deterministic = v[3];
+    ampc_la_cudnn_opts.allow_tf32 = v[4];
     Py_RETURN_NONE;
-}
-
-/* _cudnn_algo_cache(clear=False) -> (entries, hits, misses) */
-static PyObject *
-op_cudnn_algo_cache(PyObject *module, PyObject *args, PyObject *kwds)
-{
-    static char *kwlist[] = {"clear", NULL};
-    int clear = 0;
-    int64_t entries = 0, hits = 0, misses = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "|p:_cudnn_algo_cache",
-                                     kwlist, &clear)) {
-        return NULL;
-    }
-    /* NULL in a CPU-only build, where nothing is cached */
-    if (ampc_cuda.conv2d_algo_cache != NULL) {
-        int err = ampc_cuda.conv2d_algo_cache(clear, &entries, &hits,
-                                              &misses);
-        if (err != 0) {
-            return ampc_cuda_raise("_cudnn_algo_cache", err);
-        }
-    }
-    return Py_BuildValue("(LLL)", (long long)entries, (long long)hits,
-                         (long long)misses);
-}
-
-/* _cudnn_version() -> cuDNN's run-time version (90100 is 9.1.0) or None */
-static PyObject *
-op_cudnn_version(PyObject *module, PyObject *noargs)
-{
-    int64_t v = 0;
-    if (ampc_cuda.cudnn_version != NULL) {
-        int err = ampc_cuda.cudnn_version(&v);
-        if (err != 0) {
-            return ampc_cuda_raise("_cudnn_version", err);
-        }
-    }
-    if (v == 0) {
-        Py_RETURN_NONE;
-    }
-    return PyLong_FromLongLong((long long)v);
 }
 
 // ----------------------------------------------------------------------------
@@ -1084,13 +763,6 @@ PyMethodDef ampc_linalg_methods[] = {
      "grad_weight, grad_bias), None where needs is False"},
     {"matmul", op_matmul, METH_VARARGS,
      "matmul(input, other) -> torch.matmul's product (1-D, 2-D, batched)"},
-    {"conv2d", (PyCFunction)(void (*)(void))op_conv2d,
-     METH_VARARGS | METH_KEYWORDS,
-     "conv2d(input, weight, bias=None, stride=(1, 1), padding=(0, 0), "
-     "dilation=(1, 1), relu=False) -> output"},
-    {"conv2d_backward", op_conv2d_backward, METH_VARARGS,
-     "conv2d_backward(grad_out, input, weight, stride, padding, dilation, "
-     "needs) -> (grad_input, grad_weight, grad_bias)"},
     {"_peak_flops", (PyCFunction)(void (*)(void))op_peak_flops,
      METH_VARARGS | METH_KEYWORDS,
      "_peak_flops(seconds=0.2, kind='fma', nthreads=0) -> measured FLOP/s "
@@ -1104,12 +776,5 @@ PyMethodDef ampc_linalg_methods[] = {
      "_set_linalg_cuda_flags(*, matmul_allow_tf32, cudnn_enabled, "
      "cudnn_benchmark, cudnn_deterministic, cudnn_allow_tf32): sets those "
      "given"},
-    {"_cudnn_algo_cache", (PyCFunction)(void (*)(void))op_cudnn_algo_cache,
-     METH_VARARGS | METH_KEYWORDS,
-     "_cudnn_algo_cache(clear=False) -> (entries, hits, misses) of the "
-     "conv2d algorithm cache, emptied first when clear"},
-    {"_cudnn_version", op_cudnn_version, METH_NOARGS,
-     "_cudnn_version() -> cuDNN's run-time version (90100 for 9.1.0), or "
-     "None without cuDNN"},
     {NULL},
 };

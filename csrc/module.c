@@ -432,6 +432,7 @@ extern PyMethodDef ampc_reduce_methods[];
 extern PyMethodDef ampc_random_methods[];
 extern PyMethodDef ampc_numpy_functions[];
 extern PyMethodDef ampc_linalg_methods[];
+extern PyMethodDef ampc_conv_methods[];
 extern PyMethodDef ampc_nn_activation_methods[];
 extern PyMethodDef ampc_nn_pool_methods[];
 extern PyMethodDef ampc_nn_loss_methods[];
@@ -451,7 +452,7 @@ join_functions(void)
                                    ampc_elementwise_methods,
                                    ampc_reduce_methods, ampc_random_methods,
                                    ampc_numpy_functions,
-                                   ampc_linalg_methods,
+                                   ampc_linalg_methods, ampc_conv_methods,
                                    ampc_nn_activation_methods,
                                    ampc_nn_pool_methods, ampc_nn_loss_methods,
                                    ampc_optim_methods, ampc_amp_methods,
