@@ -427,6 +427,7 @@ static PyMethodDef module_methods[] = {
 // module definition
 
 extern PyMethodDef ampc_ops_methods[];
+extern PyMethodDef ampc_memory_methods[];
 extern PyMethodDef ampc_elementwise_methods[];
 extern PyMethodDef ampc_reduce_methods[];
 extern PyMethodDef ampc_random_methods[];
@@ -449,6 +450,7 @@ static int
 join_functions(void)
 {
     const PyMethodDef *tables[] = {module_methods, ampc_ops_methods,
+                                   ampc_memory_methods,
                                    ampc_elementwise_methods,
                                    ampc_reduce_methods, ampc_random_methods,
                                    ampc_numpy_functions,
