@@ -1,8 +1,8 @@
-/* nn_loss.c - the Python-facing losses of ampc._C, each with its
- * backward: nll_loss, cross_entropy and mse_loss.  Each op parses and
- * checks its arguments, makes its inputs contiguous, allocates its outputs
- * and runs a kernel slot; the losses then reduce the kernels' per-row
- * doubles here, in order (on a GPU, on the device).
+/* nn_loss.c - the Python-facing class-index losses of ampc._C, each with
+ * its backward: nll_loss and cross_entropy (mse_loss is in nn_mse.c).  Each
+ * op parses and checks its arguments, makes its inputs contiguous,
+ * allocates its outputs and runs a kernel slot; the losses then reduce the
+ * kernels' per-row doubles here, in order (on a GPU, on the device).
  *
  * The two class-index losses keep nothing but their inputs between forward
  * and backward: cross_entropy returns (loss, log_probs), and its backward
@@ -17,29 +17,8 @@
 #include "nn_ops.h"
 #include "ops.h"
 
-enum { REDUCTION_NONE = 0, REDUCTION_MEAN, REDUCTION_SUM };
-
 // ----------------------------------------------------------------------------
 // argument helpers
-
-static int
-parse_reduction(const char *fn, PyObject *obj)
-{
-    static const char *const names[] = {"none", "mean", "sum"};
-    const char *s = PyUnicode_Check(obj) ? PyUnicode_AsUTF8(obj) : NULL;
-    for (int i = 0; s != NULL && i < 3; i++) {
-        if (strcmp(s, names[i]) == 0) {
-            return i;
-        }
-    }
-    if (s == NULL && PyErr_Occurred()) {
-        return -1;
-    }
-    PyErr_Format(PyExc_ValueError,
-                 "%s(): reduction must be 'none', 'mean' or 'sum', got %R",
-                 fn, obj);
-    return -1;
-}
 
 /* A Python float (or int) argument. */
 static int
@@ -53,19 +32,6 @@ parse_double(const char *fn, const char *arg, PyObject *obj, double *out)
     }
     *out = PyFloat_AsDouble(obj);
     return *out == -1.0 && PyErr_Occurred() ? -1 : 0;
-}
-
-/* A 0-d CPU tensor of dt holding d, rounded once. */
-static AmpcTensorObject *
-scalar_tensor(double d, ampc_dtype dt)
-{
-    int64_t none[1] = {1};
-    AmpcTensorObject *t = ampc_tensor_empty(0, none, dt,
-                                            (ampc_device){AMPC_DEV_CPU, 0});
-    if (t != NULL) {
-        ampc_store_f64(dt, t->data, d);
-    }
-    return t;
 }
 
 // ----------------------------------------------------------------------------
@@ -109,7 +75,7 @@ class_loss_init(class_loss *a, const char *fn, PyObject *in_obj,
         (w_obj != Py_None &&
          (w = ampc_arg_tensor(fn, "weight", w_obj)) == NULL) ||
         ampc_arg_float(fn, "input", in) < 0 ||
-        (a->reduction = parse_reduction(fn, red_obj)) < 0 ||
+        (a->reduction = ampc_nn_parse_reduction(fn, red_obj)) < 0 ||
         ampc_nn_cuda_prologue(fn, 3, (AmpcTensorObject *[]){in, t, w}) < 0) {
         return -1;
     }
@@ -226,7 +192,7 @@ class_loss_reduce(const class_loss *a, const double *row_loss,
     ampc_dtype dt = a->input->dtype;
     double sum = 0.0, total = 0.0;
     *loss = *total_weight = NULL;
-    if (a->reduction == REDUCTION_NONE) {
+    if (a->reduction == AMPC_REDUCTION_NONE) {
         int64_t n = a->s.n;
         *loss = ampc_tensor_empty(a->batched ? 1 : 0, &n, dt,
                                   a->input->device);
@@ -243,14 +209,13 @@ class_loss_reduce(const class_loss *a, const double *row_loss,
             sum += row_loss[i];
             total += row_weight[i];
         }
-        *loss = scalar_tensor(a->reduction == REDUCTION_MEAN ? sum / total
-                                                             : sum,
-                              dt);
+        double v = a->reduction == AMPC_REDUCTION_MEAN ? sum / total : sum;
+        *loss = ampc_nn_scalar_tensor(v, dt);
         if (*loss == NULL) {
             return -1;
         }
     }
-    *total_weight = scalar_tensor(total, AMPC_FLOAT32);
+    *total_weight = ampc_nn_scalar_tensor(total, AMPC_FLOAT32);
     if (*total_weight == NULL) {
         Py_CLEAR(*loss);
         return -1;
@@ -273,7 +238,7 @@ class_loss_grad_output(const class_loss *a, PyObject *g_obj)
         return NULL;
     }
     int64_t n = a->s.n;
-    if (a->reduction == REDUCTION_NONE) {
+    if (a->reduction == AMPC_REDUCTION_NONE) {
         if (ampc_arg_shape(fn, "grad_output", g, a->batched ? 1 : 0, &n,
                            "the unreduced loss") < 0) {
             return NULL;
@@ -323,7 +288,7 @@ class_loss_row_scale(const class_loss *a, PyObject *g_obj, PyObject *tw_obj)
     }
     int64_t n = a->s.n;
     double scale = 1.0;
-    if (a->reduction == REDUCTION_MEAN) {
+    if (a->reduction == AMPC_REDUCTION_MEAN) {
         AmpcTensorObject *tw;
         double total;
         if (class_loss_total_arg(a, tw_obj, &tw, &total) < 0) {
@@ -351,7 +316,7 @@ class_loss_row_scale(const class_loss *a, PyObject *g_obj, PyObject *tw_obj)
     size_t es = ampc_dtype_size[g->dtype];
     for (int64_t i = 0; i < n; i++) {
         const char *p = g->data;
-        if (a->reduction == REDUCTION_NONE && a->batched) {
+        if (a->reduction == AMPC_REDUCTION_NONE && a->batched) {
             p += i * g->strides[0] * (int64_t)es;
         }
         rs[i] = (float)(ampc_scalar_as_double(g->dtype, p) * scale);
@@ -369,7 +334,7 @@ class_loss_fwd_cuda(const class_loss *a, int xent)
     int64_t n = a->s.n, one = 1;
     PyObject *result = NULL;
     AmpcTensorObject *loss, *total = NULL, *logp = NULL;
-    if (a->reduction == REDUCTION_NONE) {
+    if (a->reduction == AMPC_REDUCTION_NONE) {
         loss = ampc_tensor_empty(a->batched ? 1 : 0, &n, dt, dev);
     }
     else {
@@ -414,7 +379,7 @@ class_loss_bwd_cuda(const class_loss *a, PyObject *g_obj, PyObject *tw_obj,
 {
     AmpcTensorObject *g = class_loss_grad_output(a, g_obj), *tw = NULL;
     double total = 0.0;
-    if (g == NULL || (a->reduction == REDUCTION_MEAN &&
+    if (g == NULL || (a->reduction == AMPC_REDUCTION_MEAN &&
                       class_loss_total_arg(a, tw_obj, &tw, &total) < 0)) {
         return NULL;
     }
@@ -427,7 +392,7 @@ class_loss_bwd_cuda(const class_loss *a, PyObject *g_obj, PyObject *tw_obj,
         .weight = a->weight_t != NULL ? a->weight_t->data : NULL,
         .grad_out = g->data,
         .gdt = g->dtype,
-        .grad_stride = (a->reduction == REDUCTION_NONE && a->batched)
+        .grad_stride = (a->reduction == AMPC_REDUCTION_NONE && a->batched)
                            ? g->strides[0]
                            : 0,
         .total_recompute = tw_obj == Py_None,
@@ -670,163 +635,6 @@ op_cross_entropy_backward(PyObject *module, PyObject *args, PyObject *kwds)
 }
 
 // ----------------------------------------------------------------------------
-// mse_loss
-
-static int
-mse_args(const char *fn, PyObject *x_obj, PyObject *t_obj,
-         AmpcTensorObject **x, AmpcTensorObject **t)
-{
-    if ((*x = ampc_arg_tensor(fn, "input", x_obj)) == NULL ||
-        (*t = ampc_arg_tensor(fn, "target", t_obj)) == NULL ||
-        ampc_arg_float(fn, "input", *x) < 0 ||
-        ampc_arg_dtype(fn, "target", *t, (*x)->dtype, "input") < 0 ||
-        ampc_arg_shape(fn, "target", *t, (*x)->ndim, (*x)->shape,
-                       "input") < 0 ||
-        ampc_nn_cuda_prologue(fn, 2, (AmpcTensorObject *[]){*x, *t}) < 0) {
-        return -1;
-    }
-    return 0;
-}
-
-static PyObject *
-op_mse_loss(PyObject *module, PyObject *args, PyObject *kwds)
-{
-    static char *kwlist[] = {"input", "target", "reduction", NULL};
-    static const char *fn = "mse_loss";
-    PyObject *x_obj, *t_obj, *red_obj = NULL;
-    AmpcTensorObject *x, *t;
-    int red = REDUCTION_MEAN;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OO|O:mse_loss", kwlist,
-                                     &x_obj, &t_obj, &red_obj) ||
-        mse_args(fn, x_obj, t_obj, &x, &t) < 0 ||
-        (red_obj != NULL && (red = parse_reduction(fn, red_obj)) < 0)) {
-        return NULL;
-    }
-    int64_t n = ampc_numel(x);
-    AmpcTensorObject *xc = ampc_contiguous(x);
-    AmpcTensorObject *tc = xc == NULL ? NULL : ampc_contiguous(t);
-    AmpcTensorObject *out = NULL;
-    if (tc == NULL) {
-        goto done;
-    }
-    if (ampc_is_cuda(x)) {
-        int64_t one = 1;
-        out = red == REDUCTION_NONE
-                  ? ampc_tensor_empty(x->ndim, x->shape, x->dtype, x->device)
-                  : ampc_tensor_empty(0, &one, x->dtype, x->device);
-        int rc = out == NULL ? 0
-                             : ampc_cuda.mse_loss_fwd(x->dtype, n, red,
-                                                      xc->data, tc->data,
-                                                      out->data);
-        if (rc != 0) {
-            Py_CLEAR(out);
-            ampc_cuda_raise(fn, rc);
-        }
-        goto done;
-    }
-    if (red == REDUCTION_NONE) {
-        out = ampc_tensor_empty(x->ndim, x->shape, x->dtype, x->device);
-        if (out != NULL) {
-            RUN_KERNEL(n, ampc_cpu.mse_loss_fwd(x->dtype, n, xc->data,
-                                                tc->data, out->data, NULL));
-        }
-        goto done;
-    }
-    int64_t chunks = (n + AMPC_LOSS_CHUNK - 1) / AMPC_LOSS_CHUNK;
-    double *partial = PyMem_Malloc(sizeof(double) * (size_t)(chunks + 1));
-    if (partial == NULL) {
-        PyErr_NoMemory();
-        goto done;
-    }
-    RUN_KERNEL(n, ampc_cpu.mse_loss_fwd(x->dtype, n, xc->data, tc->data,
-                                        NULL, partial));
-    double sum = 0.0;
-    for (int64_t k = 0; k < chunks; k++) {
-        sum += partial[k];
-    }
-    PyMem_Free(partial);
-    /* an empty mean is 0 / 0 = NaN, as torch */
-    out = scalar_tensor(red == REDUCTION_MEAN ? sum / (double)n : sum,
-                        x->dtype);
-done:
-    Py_XDECREF(xc);
-    Py_XDECREF(tc);
-    return (PyObject *)out;
-}
-
-static PyObject *
-op_mse_loss_backward(PyObject *module, PyObject *args, PyObject *kwds)
-{
-    static char *kwlist[] = {"grad_output", "input", "target", "reduction",
-                             NULL};
-    static const char *fn = "mse_loss_backward";
-    PyObject *g_obj, *x_obj, *t_obj, *red_obj = NULL;
-    AmpcTensorObject *g, *x, *t;
-    int red = REDUCTION_MEAN;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOO|O:mse_loss_backward",
-                                     kwlist, &g_obj, &x_obj, &t_obj,
-                                     &red_obj) ||
-        mse_args(fn, x_obj, t_obj, &x, &t) < 0 ||
-        (red_obj != NULL && (red = parse_reduction(fn, red_obj)) < 0) ||
-        (g = ampc_arg_tensor(fn, "grad_output", g_obj)) == NULL ||
-        ampc_arg_float(fn, "grad_output", g) < 0 ||
-        ampc_check_same_device(x, g) < 0) {
-        return NULL;
-    }
-    int64_t n = ampc_numel(x);
-    double scale = 2.0;
-    if (red == REDUCTION_NONE) {
-        if (ampc_arg_shape(fn, "grad_output", g, x->ndim, x->shape,
-                           "input") < 0) {
-            return NULL;
-        }
-    }
-    else if (ampc_numel(g) != 1) {
-        PyErr_Format(PyExc_RuntimeError,
-                     "%s(): grad_output of a reduced loss must have one "
-                     "element, got %lld",
-                     fn, (long long)ampc_numel(g));
-        return NULL;
-    }
-    else if (!ampc_is_cuda(x)) {
-        /* on a GPU the kernel forms the scale from the device value */
-        scale *= ampc_scalar_as_double(g->dtype, g->data);
-        if (red == REDUCTION_MEAN) {
-            scale /= (double)n;
-        }
-    }
-    AmpcTensorObject *xc = ampc_contiguous(x);
-    AmpcTensorObject *tc = xc == NULL ? NULL : ampc_contiguous(t);
-    AmpcTensorObject *gc = NULL, *gx = NULL;
-    if (tc == NULL ||
-        (red == REDUCTION_NONE &&
-         (gc = ampc_nn_contiguous_as(g, x->dtype)) == NULL) ||
-        (gx = ampc_tensor_empty(x->ndim, x->shape, x->dtype, x->device)) ==
-            NULL) {
-        goto done;
-    }
-    if (ampc_is_cuda(x)) {
-        int rc = ampc_cuda.mse_loss_bwd(x->dtype, n, red, xc->data, tc->data,
-                                        gc != NULL ? gc->data : g->data,
-                                        g->dtype, gx->data);
-        if (rc != 0) {
-            Py_CLEAR(gx);
-            ampc_cuda_raise(fn, rc);
-        }
-    }
-    else {
-        RUN_KERNEL(n, ampc_cpu.mse_loss_bwd(x->dtype, n, xc->data, tc->data,
-                                            gc != NULL ? gc->data : NULL,
-                                            (float)scale, gx->data));
-    }
-done:
-    Py_XDECREF(xc);
-    Py_XDECREF(tc);
-    Py_XDECREF(gc);
-    return (PyObject *)gx;
-}
-
-// ----------------------------------------------------------------------------
 
 #define KW(f) (PyCFunction)(void (*)(void))(f), METH_VARARGS | METH_KEYWORDS
 
@@ -844,10 +652,5 @@ PyMethodDef ampc_nn_loss_methods[] = {
      "cross_entropy_backward(grad_output, log_probs, target, weight=None, "
      "reduction='mean', ignore_index=-100, label_smoothing=0.0, "
      "total_weight=None) -> grad_input"},
-    {"mse_loss", KW(op_mse_loss),
-     "mse_loss(input, target, reduction='mean')"},
-    {"mse_loss_backward", KW(op_mse_loss_backward),
-     "mse_loss_backward(grad_output, input, target, reduction='mean') -> "
-     "grad_input (grad_target is its negation)"},
     {NULL},
 };

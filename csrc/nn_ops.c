@@ -1,6 +1,7 @@
 /* nn_ops.c - the argument checks that the Python-facing NN op files
- * (nn_activation.c, nn_pool.c, nn_loss.c) share, the ampc_arg_* ones also
- * used by optim_ops.c through ampc.h, and the prologue of every CUDA NN op.
+ * (nn_activation.c, nn_pool.c, nn_loss.c, nn_mse.c) share, the ampc_arg_*
+ * ones also used by optim_ops.c through ampc.h, and the prologue of every
+ * CUDA NN op.
  *
  * CUDA tensors take the same checks and messages, then the CUDA table's
  * slots (kernels_cuda.h), with every reduction on the device.  Class
@@ -165,4 +166,40 @@ ampc_nn_raise_number(PyObject *exc, const char *fmt, const char *fn, double v)
         PyErr_Format(exc, fmt, fn, num);
         Py_DECREF(num);
     }
+}
+
+// ----------------------------------------------------------------------------
+// the losses' arguments (nn_loss.c, nn_mse.c)
+
+/* 'none', 'mean' or 'sum' -> AMPC_REDUCTION_*; -1 with ValueError. */
+int
+ampc_nn_parse_reduction(const char *fn, PyObject *obj)
+{
+    static const char *const names[] = {"none", "mean", "sum"};
+    const char *s = PyUnicode_Check(obj) ? PyUnicode_AsUTF8(obj) : NULL;
+    for (int i = 0; s != NULL && i < 3; i++) {
+        if (strcmp(s, names[i]) == 0) {
+            return i;
+        }
+    }
+    if (s == NULL && PyErr_Occurred()) {
+        return -1;
+    }
+    PyErr_Format(PyExc_ValueError,
+                 "%s(): reduction must be 'none', 'mean' or 'sum', got %R",
+                 fn, obj);
+    return -1;
+}
+
+/* A 0-d CPU tensor of dt holding d, rounded once. */
+AmpcTensorObject *
+ampc_nn_scalar_tensor(double d, ampc_dtype dt)
+{
+    int64_t none[1] = {1};
+    AmpcTensorObject *t = ampc_tensor_empty(0, none, dt,
+                                            (ampc_device){AMPC_DEV_CPU, 0});
+    if (t != NULL) {
+        ampc_store_f64(dt, t->data, d);
+    }
+    return t;
 }
