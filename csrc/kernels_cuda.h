@@ -31,7 +31,7 @@ extern "C" {
 
 // ----------------------------------------------------------------------------
 // devices, memory and copies (cuda/device.cu, cuda/allocator.cu,
-// cuda/copy.cu)
+// cuda/pinned.cu, cuda/copy.cu)
 
 typedef enum {
     AMPC_COPY_H2D = 0,      /* queued; host memory must stay valid until the

@@ -60,8 +60,10 @@ int ampc_cuda_pool_release(void *pool);
 /* Device `index`'s ampc stream if it has been created, else NULL (nothing
  * of ampc's was queued there); creates nothing (device.cu). */
 cudaStream_t ampc_cuda_stream_if_created(int index);
-/* Frees the idle cached pinned host blocks (copy.cu; empty_cache). */
+/* Frees the idle cached pinned host blocks (pinned.cu; empty_cache). */
 int ampc_cuda_host_empty_cache(void);
+/* Whether [p, p + n) lies inside one of ampc's pinned blocks (pinned.cu). */
+bool ampc_cuda_host_is_pinned(const void *p, size_t n);
 
 /* Remembers "file:line: expr: text" of a failed call for
  * ampc_cuda_last_error() (device.cu). */
