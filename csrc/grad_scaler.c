@@ -34,9 +34,10 @@
  *         def update(self, new_scale=None): ...
  *
  * This file holds the type itself: construction, scale(), the getters,
- * attributes, method table and type spec, and module init;
- * grad_scaler_step.c has unscale_() and step(), grad_scaler_update.c
- * update() and the telemetry, grad_scaler_state.c state_dict and pickling.
+ * method table and type spec, and module init; grad_scaler_attrs.c has its
+ * attributes (PyTorch's private fields), grad_scaler_step.c unscale_() and
+ * step(), grad_scaler_update.c update() and the telemetry,
+ * grad_scaler_state.c state_dict and pickling.
  */
 #include "grad_scaler.h"
 
@@ -831,125 +832,6 @@ scaler_lazy_init(AmpcGradScalerObject *self, PyObject *dev_obj)
     Py_RETURN_NONE;
 }
 
-// ----------------------------------------------------------------------------
-// attributes
-
-#define FIELD_GETSET(attr, member)                                          \
-    static PyObject *scaler_attr_##member(AmpcGradScalerObject *self,       \
-                                          void *closure)                    \
-    {                                                                       \
-        return Py_XNewRef(ampc_gs_field_get(self, self->member, attr));     \
-    }                                                                       \
-    static int scaler_setattr_##member(AmpcGradScalerObject *self,          \
-                                       PyObject *v, void *closure)          \
-    {                                                                       \
-        Py_XSETREF(self->member, Py_XNewRef(v));                            \
-        return 0;                                                           \
-    }
-
-#define TENSOR_GETSET(attr, member, dt)                                     \
-    static PyObject *scaler_attr_##member(AmpcGradScalerObject *self,       \
-                                          void *closure)                    \
-    {                                                                       \
-        return Py_XNewRef(ampc_gs_field_get(self, self->member, attr));     \
-    }                                                                       \
-    static int scaler_setattr_##member(AmpcGradScalerObject *self,          \
-                                       PyObject *v, void *closure)          \
-    {                                                                       \
-        if (ampc_gs_check_state_tensor(v, dt, attr) < 0) {                  \
-            return -1;                                                      \
-        }                                                                   \
-        Py_XSETREF(self->member, Py_XNewRef(v));                            \
-        return 0;                                                           \
-    }
-
-FIELD_GETSET("_device", device)
-FIELD_GETSET("_init_scale", init_scale)
-TENSOR_GETSET("_scale", scale, AMPC_FLOAT32)
-FIELD_GETSET("_growth_factor", growth_factor)
-FIELD_GETSET("_backoff_factor", backoff_factor)
-FIELD_GETSET("_growth_interval", growth_interval)
-FIELD_GETSET("_init_growth_tracker", init_growth_tracker)
-TENSOR_GETSET("_growth_tracker", growth_tracker, AMPC_INT64)
-
-#undef FIELD_GETSET
-#undef TENSOR_GETSET
-
-static PyObject *
-scaler_attr_enabled(AmpcGradScalerObject *self, void *closure)
-{
-    return Py_NewRef(self->enabled);
-}
-
-static int
-scaler_setattr_enabled(AmpcGradScalerObject *self, PyObject *v,
-                       void *closure)
-{
-    int on = v == NULL ? 0 : PyObject_IsTrue(v);
-    if (on < 0) {
-        return -1;
-    }
-    Py_XSETREF(self->enabled, v ? Py_NewRef(v) : Py_NewRef(Py_False));
-    self->is_enabled = on;
-    return 0;
-}
-
-static PyObject *
-scaler_attr_per_opt(AmpcGradScalerObject *self, void *closure)
-{
-    return Py_NewRef(self->per_opt);
-}
-
-static PyObject *
-scaler_attr_warn_after(AmpcGradScalerObject *self, void *closure)
-{
-    return PyLong_FromLongLong(self->warn_after_skips);
-}
-
-static int
-scaler_setattr_warn_after(AmpcGradScalerObject *self, PyObject *v,
-                          void *closure)
-{
-    long long n = v == NULL ? -1 : PyLong_AsLongLong(v);
-    if (n == -1 && PyErr_Occurred()) {
-        return -1;
-    }
-    if (n < 0) {
-        PyErr_SetString(PyExc_ValueError,
-                        "GradScaler.warn_after_skips must be an int >= 0 (0 "
-                        "turns the warning off)");
-        return -1;
-    }
-    self->warn_after_skips = n;
-    return 0;
-}
-
-#define GETSET(name, member)                                                \
-    {name, (getter)scaler_attr_##member, (setter)scaler_setattr_##member,   \
-     NULL, NULL}
-
-static PyGetSetDef scaler_getset[] = {
-    GETSET("_device", device),
-    GETSET("_enabled", enabled),
-    GETSET("_init_scale", init_scale),
-    GETSET("_scale", scale),
-    GETSET("_growth_factor", growth_factor),
-    GETSET("_backoff_factor", backoff_factor),
-    GETSET("_growth_interval", growth_interval),
-    GETSET("_init_growth_tracker", init_growth_tracker),
-    GETSET("_growth_tracker", growth_tracker),
-    {"_per_optimizer_states", (getter)scaler_attr_per_opt, NULL,
-     "id(optimizer) -> {'stage': OptState, 'found_inf_per_device': {...}}",
-     NULL},
-    {"warn_after_skips", (getter)scaler_attr_warn_after,
-     (setter)scaler_setattr_warn_after,
-     "warn after this many skipped iterations in a row (0: never); 10",
-     NULL},
-    {NULL},
-};
-
-#undef GETSET
-
 static PyMemberDef scaler_members[] = {
     {"__dictoffset__", T_PYSSIZET,
      offsetof(AmpcGradScalerObject, dict), READONLY},
@@ -1046,7 +928,7 @@ static PyType_Slot scaler_slots[] = {
     {Py_tp_traverse, scaler_traverse},
     {Py_tp_clear, scaler_clear},
     {Py_tp_methods, scaler_methods},
-    {Py_tp_getset, scaler_getset},
+    {Py_tp_getset, ampc_gs_getset},
     {Py_tp_members, scaler_members},
     {0, NULL},
 };

@@ -1,8 +1,8 @@
 /* grad_scaler.h - private to grad_scaler.c and its companions
- * (grad_scaler_step.c, grad_scaler_update.c, grad_scaler_state.c): the
- * GradScaler object struct, its warn-once flags and stats() records, the
- * module-level objects and the helpers that more than one of them uses.
- * Included by those files only.
+ * (grad_scaler_step.c, grad_scaler_update.c, grad_scaler_state.c,
+ * grad_scaler_attrs.c): the GradScaler object struct, its warn-once flags
+ * and stats() records, the module-level objects and the helpers that more
+ * than one of them uses.  Included by those files only.
  */
 #ifndef AMPC_GRAD_SCALER_H
 #define AMPC_GRAD_SCALER_H
@@ -167,5 +167,8 @@ PyObject *ampc_gs_load_state_dict(AmpcGradScalerObject *self, PyObject *sd);
 PyObject *ampc_gs_getstate(AmpcGradScalerObject *self, PyObject *unused);
 /* GradScaler.__setstate__(state). */
 PyObject *ampc_gs_setstate(AmpcGradScalerObject *self, PyObject *state);
+
+/* grad_scaler_attrs.c: the type's attributes (PyTorch's private fields). */
+extern PyGetSetDef ampc_gs_getset[];
 
 #endif /* AMPC_GRAD_SCALER_H */
