@@ -310,11 +310,19 @@ ampc_optim_inv_scale(const float *grad_scale)
     return grad_scale != NULL ? 1.0f / *grad_scale : 1.0f;
 }
 
-/* d = grad * inv_scale, negated when maximizing (sign = -1). */
+/* The unscaled gradient, grad * inv_scale: what the step uses, and what
+ * it writes back to the grad tensor when a grad_scale is given. */
 AMPC_HOST_DEVICE float
-ampc_optim_grad(float g, float inv_scale, float sign)
+ampc_optim_unscale(float g, float inv_scale)
 {
-    return (g * inv_scale) * sign;
+    return g * inv_scale;
+}
+
+/* d = the (unscaled) grad, negated when maximizing (sign = -1). */
+AMPC_HOST_DEVICE float
+ampc_optim_grad(float g, float sign)
+{
+    return g * sign;
 }
 
 /* L2 weight decay: d + weight_decay * param. */
@@ -346,13 +354,14 @@ ampc_sgd_param(float p, float neg_lr, float d)
     return AMPC_ADD(p, AMPC_MUL(neg_lr, d));
 }
 
-/* One SGD element (the CPU applies the same stages in this order, a block
- * at a time): returns the new param; *buf is updated when has_buf. */
+/* One SGD element from its unscaled gradient g (the CPU applies the same
+ * stages in this order, a block at a time): returns the new param; *buf is
+ * updated when has_buf. */
 AMPC_HOST_DEVICE float
-ampc_sgd_one(const ampc_sgd_args *a, float inv_scale, float p, float g,
-             int has_buf, float *buf)
+ampc_sgd_one(const ampc_sgd_args *a, float p, float g, int has_buf,
+             float *buf)
 {
-    float d = ampc_optim_grad(g, inv_scale, a->maximize ? -1.0f : 1.0f);
+    float d = ampc_optim_grad(g, a->maximize ? -1.0f : 1.0f);
     if (a->weight_decay != 0.0f) {
         d = ampc_optim_l2(d, a->weight_decay, p);
     }
@@ -406,13 +415,14 @@ ampc_adam_bias_corrections(double lr, double beta1, double beta2,
     *bias_correction2_sqrt = (float)pow(bias_correction2, 0.5);
 }
 
-/* One Adam element (the stages of the CPU's blocked loop, in its order):
- * returns the new param and updates *m, *v and, with amsgrad, *vmax. */
+/* One Adam element from its unscaled gradient g (the stages of the CPU's
+ * blocked loop, in its order): returns the new param and updates *m, *v
+ * and, with amsgrad, *vmax. */
 AMPC_HOST_DEVICE float
-ampc_adam_one(const ampc_adam_args *a, float inv_scale, float p, float g,
-              float *m, float *v, int amsgrad, float *vmax)
+ampc_adam_one(const ampc_adam_args *a, float p, float g, float *m, float *v,
+              int amsgrad, float *vmax)
 {
-    float d = ampc_optim_grad(g, inv_scale, a->maximize ? -1.0f : 1.0f);
+    float d = ampc_optim_grad(g, a->maximize ? -1.0f : 1.0f);
     if (a->weight_decay != 0.0f && a->decoupled) {
         p = p * a->decay;
     }

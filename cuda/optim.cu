@@ -16,7 +16,7 @@ unscale_pack(nn_pack<DT> &g, float inv_scale, nn_t<DT> *at)
 {
 #pragma unroll
     for (int k = 0; k < nn_pack<DT>::N; k++) {
-        g.f[k] = g.f[k] * inv_scale;
+        g.f[k] = ampc_optim_unscale(g.f[k], inv_scale);
     }
     g.store(at);
 }
@@ -25,7 +25,7 @@ template <ampc_dtype DT>
 __device__ __forceinline__ float
 unscale_one(float g, float inv_scale, nn_t<DT> *at)
 {
-    g = g * inv_scale;
+    g = ampc_optim_unscale(g, inv_scale);
     *at = nn_store<DT>(g);
     return g;
 }
@@ -65,8 +65,7 @@ sgd_step_kernel(ampc_sgd_args a, int64_t n, nn_t<DT> *param,
         }
 #pragma unroll
         for (int k = 0; k < N; k++) {
-            p.f[k] = ampc_sgd_one(&a, 1.0f, p.f[k], g.f[k], has_buf,
-                                  &b.f[k]);
+            p.f[k] = ampc_sgd_one(&a, p.f[k], g.f[k], has_buf, &b.f[k]);
         }
         p.store(param + i);
         if (has_buf) {
@@ -79,8 +78,7 @@ sgd_step_kernel(ampc_sgd_args a, int64_t n, nn_t<DT> *param,
         if (unscale) {
             g = unscale_one<DT>(g, inv_scale, grad + i);
         }
-        float p = ampc_sgd_one(&a, 1.0f, nn_load<DT>(param[i]), g, has_buf,
-                               &b);
+        float p = ampc_sgd_one(&a, nn_load<DT>(param[i]), g, has_buf, &b);
         param[i] = nn_store<DT>(p);
         if (has_buf) {
             buf[i] = nn_store<DT>(b);
@@ -136,8 +134,8 @@ adam_step_kernel(ampc_adam_args a, int64_t n, nn_t<DT> *param,
         }
 #pragma unroll
         for (int k = 0; k < N; k++) {
-            p.f[k] = ampc_adam_one(&a, 1.0f, p.f[k], g.f[k], &m.f[k],
-                                   &s.f[k], ams, &x.f[k]);
+            p.f[k] = ampc_adam_one(&a, p.f[k], g.f[k], &m.f[k], &s.f[k],
+                                   ams, &x.f[k]);
         }
         p.store(param + i);
         m.store(exp_avg + i);
@@ -153,8 +151,8 @@ adam_step_kernel(ampc_adam_args a, int64_t n, nn_t<DT> *param,
         if (unscale) {
             g = unscale_one<DT>(g, inv_scale, grad + i);
         }
-        float p = ampc_adam_one(&a, 1.0f, nn_load<DT>(param[i]), g, &m, &s,
-                                ams, &x);
+        float p = ampc_adam_one(&a, nn_load<DT>(param[i]), g, &m, &s, ams,
+                                &x);
         param[i] = nn_store<DT>(p);
         exp_avg[i] = nn_store<DT>(m);
         exp_avg_sq[i] = nn_store<DT>(s);

@@ -33,7 +33,7 @@ ampc_optim_unscale_block(const ampc_converters *cv, ampc_dtype dt,
 {
     float *u = dt == AMPC_FLOAT32 ? (float *)gp : gb;
     for (int64_t j = 0; j < m; j++) {
-        u[j] = gv[j] * inv_scale;
+        u[j] = ampc_optim_unscale(gv[j], inv_scale);
     }
     ampc_store_block_f32(cv, dt, u, m, gp, 1, NULL);
     return u;
@@ -67,7 +67,7 @@ ampc_sgd_range(const ampc_converters *cv, const ampc_optim_ctx *c, int64_t b,
          * the unscale above) */
         float *d = gb;
         for (int64_t j = 0; j < m; j++) {
-            d[j] = ampc_optim_grad(gv[j], 1.0f, sign);
+            d[j] = ampc_optim_grad(gv[j], sign);
         }
         if (a->weight_decay != 0.0f) {
             for (int64_t j = 0; j < m; j++) {
@@ -152,7 +152,7 @@ ampc_adam_range(const ampc_converters *cv, ampc_sqrt_block_fn sqrt_block,
         /* NOTE: pv, mv and vv point into float32 tensors themselves, so the
          * updates below are the stores; other dtypes are narrowed after. */
         for (j = 0; j < m; j++) {
-            d[j] = ampc_optim_grad(gv[j], 1.0f, sign);
+            d[j] = ampc_optim_grad(gv[j], sign);
         }
         if (a->weight_decay != 0.0f && a->decoupled) {
             for (j = 0; j < m; j++) {
