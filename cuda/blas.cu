@@ -418,23 +418,20 @@ blas_matmul(const blas_problem *pb)
 
 #if defined(AMPC_HAVE_CUBLAS) || defined(AMPC_HAVE_CUBLASLT)
 
-/* D = op(X) op(Y) [+ D] [+ bias]: Lt with the bias fused (when bias is
- * not NULL; *bias_done says whether it was), else cuBLAS. */
+/* D = op(X) op(Y) [+ D] [+ bias]: Lt, with the bias fused when bias is
+ * not NULL; without a bias, cuBLAS where Lt has no algorithm.  With a bias
+ * that Lt cannot take, BLAS_NO_ALGO: the caller then computes the product
+ * unrounded and adds the bias in the epilogue kernel. */
 static int
-run_product(const blas_problem *pb, const void *bias, int *bias_done)
+run_product(const blas_problem *pb, const void *bias)
 {
     int rc = BLAS_NO_ALGO;
-    *bias_done = 0;
 #ifdef AMPC_HAVE_CUBLASLT
     if (pb->batch <= 0x7fffffffLL) {
         rc = lt_matmul(pb, bias);
-        if (rc == 0) {
-            *bias_done = bias != NULL;
-            return 0;
-        }
     }
 #endif /* AMPC_HAVE_CUBLASLT */
-    if (rc != BLAS_NO_ALGO) {
+    if (rc != BLAS_NO_ALGO || bias != NULL) {
         return rc;
     }
 #ifdef AMPC_HAVE_CUBLAS
@@ -447,6 +444,20 @@ run_product(const blas_problem *pb, const void *bias, int *bias_done)
                                (int)CUBLAS_STATUS_NOT_SUPPORTED);
     return AMPC_CUBLAS_ERROR_BASE + (int)CUBLAS_STATUS_NOT_SUPPORTED;
 #endif /* AMPC_HAVE_CUBLAS */
+}
+
+/* Where the product goes: C itself, or float32 scratch (acc, not NULL) for a
+ * 16-bit C whose bias the epilogue kernel adds, so the sum is rounded once. */
+static void
+set_output(blas_problem *pb, const ampc_gemm_args *g, void *acc)
+{
+    int64_t m = g->m, n = g->n;
+    pb->d = acc != NULL ? acc : g->c;
+    pb->d_type = acc != NULL ? CUDA_R_32F : blas_type(g->cdt);
+    pb->d_es = acc != NULL ? sizeof(float) : ampc_dtype_size[g->cdt];
+    pb->ldd = acc != NULL ? n : (m == 1 ? n : g->ldc);
+    pb->sbd = pb->batch == 1 ? 0 : (acc != NULL ? m * n : g->sbc);
+    pb->beta = acc != NULL ? 0 : g->beta;
 }
 
 extern "C" int
@@ -479,7 +490,6 @@ ampc_gemm_cuda(const ampc_gemm_args *g, int allow_tf32)
     pb.batch = batch;
     pb.ab_type = blas_type(g->dt);
     pb.ab_es = es;
-    pb.beta = g->beta;
     pb.compute = g->dt == AMPC_FLOAT32 && allow_tf32
                      ? CUBLAS_COMPUTE_32F_FAST_TF32
                      : CUBLAS_COMPUTE_32F;
@@ -491,9 +501,10 @@ ampc_gemm_cuda(const ampc_gemm_args *g, int allow_tf32)
                              batch > 1 ? g->sba : 0, &pb.y, &hold_y);
     }
 
-    /* Lt fuses a column bias only in C's own dtype; otherwise the product
-     * goes to float32 (C itself, or scratch for a 16-bit C, so that the
-     * result is rounded once) and the epilogue kernel finishes it.
+    /* Lt fuses a column bias only in C's own dtype; otherwise (or when Lt
+     * has no algorithm with the bias) the product goes to float32 (C
+     * itself, or scratch for a 16-bit C, so that the result is rounded
+     * once) and the epilogue kernel finishes it.
      * NOTE: relu is never Lt's epilogue, which is not documented to keep
      * NaN (ampc's relu does); the kernel's relu after the rounding is exact
      * (RNE is monotone and keeps the sign, so relu(round(x)) ==
@@ -503,34 +514,34 @@ ampc_gemm_cuda(const ampc_gemm_args *g, int allow_tf32)
      * fault in the BIAS epilogue, a sticky error), so a bias view at an odd
      * offset, e.g. a slice of a flat parameter buffer, takes the kernel
      * path instead. */
-    int fused = bias == NULL ||
-                (g->bias_mode == AMPC_BIAS_COL && g->cdt == g->dt &&
-                 ((uintptr_t)bias & 15) == 0);
-    int scratch = !fused && g->cdt != AMPC_FLOAT32;
-    if (rc == 0 && scratch) {
-        rc = ampc_cuda_scratch_alloc((size_t)(batch * m * n) * sizeof(float),
-                                     &acc);
-    }
-    if (rc == 0) {
-        pb.d = scratch ? acc : g->c;
-        pb.d_type = scratch ? CUDA_R_32F : blas_type(g->cdt);
-        pb.d_es = scratch ? sizeof(float) : ampc_dtype_size[g->cdt];
-        pb.ldd = scratch ? n : (m == 1 ? n : g->ldc);
-        pb.sbd = batch == 1 ? 0 : (scratch ? m * n : g->sbc);
-        pb.beta = scratch ? 0 : g->beta;
-        int done = 0;
-        rc = run_product(&pb, fused ? bias : NULL, &done);
-        const void *rest = done ? NULL : bias;
-        if (rc == 0 && (rest != NULL || g->relu)) {
-            /* in place on C (its beta already summed), else from the
-             * float32 scratch with C's old values.
-             * NOTE: in place after cuBLAS on a 16-bit C, a column bias is
-             * added after C was rounded (Lt found no algorithm: rare) */
-            rc = ampc_gemm_epilogue_launch(
-                batch, m, n, (const float *)acc, g->c, g->cdt, g->ldc,
-                batch == 1 ? 0 : g->sbc, scratch ? g->beta : 1, rest, g->dt,
-                rest != NULL ? g->bias_mode : AMPC_BIAS_NONE, g->relu);
+    int bias_done = 0;
+    if (rc == 0 && bias != NULL && g->bias_mode == AMPC_BIAS_COL &&
+        g->cdt == g->dt && ((uintptr_t)bias & 15) == 0) {
+        set_output(&pb, g, NULL);
+        rc = run_product(&pb, bias);
+        bias_done = rc == 0;
+        if (rc == BLAS_NO_ALGO) {
+            rc = 0;
         }
+    }
+    const void *rest = bias_done ? NULL : bias;
+    if (rc == 0 && !bias_done) {
+        if (rest != NULL && g->cdt != AMPC_FLOAT32) {
+            rc = ampc_cuda_scratch_alloc(
+                (size_t)(batch * m * n) * sizeof(float), &acc);
+        }
+        if (rc == 0) {
+            set_output(&pb, g, acc);
+            rc = run_product(&pb, NULL);
+        }
+    }
+    if (rc == 0 && (rest != NULL || g->relu)) {
+        /* in place on C (its beta already summed), else from the float32
+         * scratch with C's old values */
+        rc = ampc_gemm_epilogue_launch(
+            batch, m, n, (const float *)acc, g->c, g->cdt, g->ldc,
+            batch == 1 ? 0 : g->sbc, acc != NULL ? g->beta : 1, rest, g->dt,
+            rest != NULL ? g->bias_mode : AMPC_BIAS_NONE, g->relu);
     }
     /* NOTE: freed while queued work may still read them: the caching
      * allocator hands them only to later work on this stream */

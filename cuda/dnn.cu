@@ -509,8 +509,9 @@ dnn_fwd(const ampc_conv2d_shape *s, ampc_dtype dt, const void *x,
     AMPC_CUDNN_CHECK(cudnnConvolutionForward(
         h, &one, d.x, x, d.w, w, d.conv, (cudnnConvolutionFwdAlgo_t)e.algo,
         ws.p, e.workspace, &zero, d.y, y));
-    /* NOTE: a 16-bit y is rounded by cuDNN and again after the bias (the
-     * CPU rounds once): at most one extra half-ulp */
+    /* NOTE: a 16-bit y is rounded by cuDNN and again after the bias, as
+     * torch's cuDNN path (convolution, then add_ of the bias); the CPU
+     * rounds once: at most one extra half-ulp */
     return ampc_bias_act_launch(dt, s->n * s->oc, s->oc, s->oh * s->ow, bias,
                                 relu, y);
 }
