@@ -398,7 +398,7 @@ ampc_adam_param(float p, float m, float sqrt_v, float neg_step_size,
                 float bias_correction2_sqrt, float eps)
 {
     float denom = sqrt_v / bias_correction2_sqrt + eps;
-    return p + (neg_step_size * m) / denom;
+    return AMPC_ADD(p, (neg_step_size * m) / denom);
 }
 
 /* The step's constants from the 1-based step number, in double as torch
@@ -424,7 +424,7 @@ ampc_adam_one(const ampc_adam_args *a, float p, float g, float *m, float *v,
 {
     float d = ampc_optim_grad(g, a->maximize ? -1.0f : 1.0f);
     if (a->weight_decay != 0.0f && a->decoupled) {
-        p = p * a->decay;
+        p = AMPC_MUL(p, a->decay);
     }
     else if (a->weight_decay != 0.0f) {
         d = ampc_optim_l2(d, a->weight_decay, p);

@@ -484,7 +484,10 @@ dnn_fwd(const ampc_conv2d_shape *s, ampc_dtype dt, const void *x,
     }
     float one = 1.0f, zero = 0.0f;
     if (dt == AMPC_FLOAT32 && bias != NULL && relu) {
-        /* y = relu(conv + 0 * y + bias) in one call; bias (1, OC, 1, 1) */
+        /* y = relu(conv + 0 * y + bias) in one call; bias (1, OC, 1, 1).
+         * NOTE: z is y itself, uninitialised, with alpha2 = 0 (the API
+         * wants a z; torch's cudnn_convolution_relu passes its empty
+         * output the same way) */
         AMPC_CUDNN_CHECK(cudnnCreateTensorDescriptor(&d.b));
         AMPC_CUDNN_CHECK(cudnnSetTensor4dDescriptor(
             d.b, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, 1, (int)s->oc, 1, 1));
