@@ -107,9 +107,11 @@ def make_pair(values, dtype="float32", layout="contig", requires_grad=False):
     layout: "contig"; "step" (every other element of a bigger tensor, so
     the last dimension has stride 2); "t" (the transpose of a contiguous
     tensor, ndim >= 2); "expand" (a broadcast view: ``values`` of shape
-    (1, *s) expanded to (3, *s), stride 0 in dimension 0).  The non-
-    contiguous view is made on each device from a base tensor on that
-    device, so the GPU kernel really sees the strides.
+    (1, *s) expanded to (3, *s), stride 0 in dimension 0); "offset"
+    (contiguous, but one element into its storage, so its data pointer is
+    off the 16-byte alignment that the vectorised kernels need).  The view
+    is made on each device from a base tensor on that device, so the GPU
+    kernel really sees the strides (or the offset).
     """
     values = np.asarray(values, dtype=np.float64)
     values = ref.round_to(values, dtype) if dtype in (
@@ -138,6 +140,11 @@ def make_pair(values, dtype="float32", layout="contig", requires_grad=False):
         base = from_values(values, dtype)
         shape = (3,) + tuple(values.shape[1:])
         pair = [b.expand(*shape) for b in (base, base.to("cuda"))]
+    elif layout == "offset":
+        base = from_values(np.concatenate([[0.0], values.reshape(-1)]),
+                           dtype)
+        pair = [b[1:].reshape(values.shape)
+                for b in (base, base.to("cuda"))]
     else:
         raise ValueError(f"make_pair(): unknown layout {layout!r}")
     if requires_grad:

@@ -547,17 +547,27 @@ def test_cuda_errors_match_the_cpus(rng):
 
 
 def torch_exact(torch):
-    """torch without TF32 for the comparisons (restored by the caller)."""
-    saved = (torch.backends.cuda.matmul.allow_tf32,
-             torch.backends.cudnn.allow_tf32)
-    torch.backends.cuda.matmul.allow_tf32 = False
+    """torch without TF32 (cuDNN's default is on) and without cuBLAS's
+    reduced-precision reductions (on by default for float16 and bfloat16:
+    split-K partial sums rounded to the 16-bit type, which ampc's
+    tolerance, a float32 accumulation rounded once, does not cover) for the
+    comparisons; restored by the caller."""
+    m = torch.backends.cuda.matmul
+    saved = (m.allow_tf32, torch.backends.cudnn.allow_tf32,
+             m.allow_fp16_reduced_precision_reduction,
+             m.allow_bf16_reduced_precision_reduction)
+    m.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
+    m.allow_fp16_reduced_precision_reduction = False
+    m.allow_bf16_reduced_precision_reduction = False
     return saved
 
 
 def torch_restore(torch, saved):
-    (torch.backends.cuda.matmul.allow_tf32,
-     torch.backends.cudnn.allow_tf32) = saved
+    m = torch.backends.cuda.matmul
+    (m.allow_tf32, torch.backends.cudnn.allow_tf32,
+     m.allow_fp16_reduced_precision_reduction,
+     m.allow_bf16_reduced_precision_reduction) = saved
 
 
 def torch_of(torch, values, dtype):

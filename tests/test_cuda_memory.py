@@ -10,10 +10,15 @@ import numpy as np
 import pytest
 
 import ampc
-from cuda_helpers import requires_cuda
+from cuda_helpers import requires_cuda as _requires_cuda
 from ampc.utils.data import DataLoader, TensorDataset
 
-pytestmark = pytest.mark.cuda
+
+def requires_cuda(fn):
+    """A GPU test: marked ``cuda`` (selected by ``-m cuda``) and skipped
+    without a GPU.  Not a module-wide ``cuda`` mark: this file's GPU-less
+    tests must stay out of ``-m cuda`` and in ``-m "not cuda"``."""
+    return pytest.mark.cuda(_requires_cuda(fn))
 
 MiB = 1 << 20
 

@@ -16,12 +16,16 @@ import pytest
 import ampc
 import ampc.nn.functional as F
 import reference as ref
-from cuda_helpers import (
-    assert_close_to_cpu, assert_same, requires_cuda, torch_cuda,
-)
+from cuda_helpers import assert_close_to_cpu, assert_same, torch_cuda
+from cuda_helpers import requires_cuda as _requires_cuda
 from helpers import from_values, to64
 
-pytestmark = pytest.mark.cuda
+
+def requires_cuda(fn):
+    """A GPU test: marked ``cuda`` (selected by ``-m cuda``) and skipped
+    without a GPU.  Not a module-wide ``cuda`` mark: this file's GPU-less
+    tests must stay out of ``-m cuda`` and in ``-m "not cuda"``."""
+    return pytest.mark.cuda(_requires_cuda(fn))
 
 C = ampc._C
 FLOATS = ("float32", "float16", "bfloat16")

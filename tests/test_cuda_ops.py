@@ -111,7 +111,7 @@ def test_binary_broadcast(op, dtype, shapes):
         assert_same(got, want)
 
 
-@pytest.mark.parametrize("layout", ["step", "t", "expand"])
+@pytest.mark.parametrize("layout", ["step", "t", "expand", "offset"])
 @pytest.mark.parametrize("dtype", ALL)
 @pytest.mark.parametrize("op", list(BINARY))
 @pytest.mark.cuda
@@ -121,7 +121,10 @@ def test_binary_strided(op, dtype, layout):
     shape = (1, 33) if layout == "expand" else (17, 33)
     a, b = binary_inputs(op, dtype, shape, shape, seed=3)
     ca, ga = make_pair(a, dtype, layout)
-    cb, gb = make_pair(b, dtype, "contig" if layout == "t" else layout)
+    # "offset": a dense but misaligned input beside an aligned one and an
+    # aligned output (the vector path needs every operand aligned)
+    cb, gb = make_pair(b, dtype, "contig" if layout in ("t", "offset")
+                       else layout)
     want, got = BINARY[op](ca, cb), BINARY[op](ga, gb)
     if op in BINARY_EXACT or dtype in ("int64", "bool"):
         exact(got, want)
@@ -352,6 +355,39 @@ def test_unary_in_place_and_out(dtype):
     ampc._C.unary("abs", c, co)
     ampc._C.unary("abs", g, go)
     exact(go, co)
+
+
+@pytest.mark.parametrize("dtype", ALL)
+@pytest.mark.cuda
+@requires_cuda
+def test_misaligned_inputs_and_outputs(dtype):
+    """One operand or the output one element into its storage (dense, but
+    off the 16-byte alignment of the contiguous kernels' vector loads and
+    stores) beside aligned ones: the kernels must take their element path
+    (a wrong alignment test faults with 'misaligned address' or reads
+    shifted values)."""
+    n = 1027
+    x, y = values((n,), dtype, 12), values((n,), dtype, 13)
+    cx, gx = make_pair(x, dtype, "offset")
+    cy, gy = make_pair(y, dtype)
+    for op in ("add", "mul", "maximum"):
+        exact(BINARY[op](gy, gx), BINARY[op](cy, cx), msg=f"{op}: ")
+    for op in ("eq", "lt"):
+        f = getattr(ampc, op)
+        exact(f(gy, gx), f(cy, cx), msg=f"{op}: ")
+    for op in ("isfinite",) + (() if dtype == "bool" else ("neg", "abs")):
+        exact(ampc._C.unary(op, gx), ampc._C.unary(op, cx), msg=f"{op}: ")
+    # misaligned outputs: in place, and out=
+    cz, gz = make_pair(x, dtype, "offset")
+    cz.add_(cy)
+    gz.add_(gy)
+    exact(gz, cz, msg="add_: ")
+    dt = getattr(ampc, dtype)
+    co = ampc.empty(n + 1, dtype=dt)[1:]
+    go = ampc.empty(n + 1, dtype=dt, device="cuda")[1:]
+    ampc._C.binary("maximum", cy, cx, co)
+    ampc._C.binary("maximum", gy, gx, go)
+    exact(go, co, msg="maximum(out=): ")
 
 
 @pytest.mark.parametrize("bounds", [(-1, 1), (None, 0.5), (-0.25, None),

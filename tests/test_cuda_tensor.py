@@ -18,10 +18,16 @@ import pytest
 
 import ampc
 import reference as ref
-from cuda_helpers import requires_cuda, torch_cuda
+from cuda_helpers import torch_cuda
+from cuda_helpers import requires_cuda as _requires_cuda
 from helpers import ALL_NAMES, DTYPES, from_values
 
-pytestmark = pytest.mark.cuda
+
+def requires_cuda(fn):
+    """A GPU test: marked ``cuda`` (selected by ``-m cuda``) and skipped
+    without a GPU.  Not a module-wide ``cuda`` mark: this file's GPU-less
+    tests must stay out of ``-m cuda`` and in ``-m "not cuda"``."""
+    return pytest.mark.cuda(_requires_cuda(fn))
 
 # Sizes that hit every path of the copy kernel: empty, one element, less
 # than one vector, odd tails, and more than one grid-stride sweep.
