@@ -315,14 +315,14 @@ ampc_optim_inv_scale(const float *grad_scale)
 AMPC_HOST_DEVICE float
 ampc_optim_unscale(float g, float inv_scale)
 {
-    return g * inv_scale;
+    return AMPC_MUL(g, inv_scale);
 }
 
 /* d = the (unscaled) grad, negated when maximizing (sign = -1). */
 AMPC_HOST_DEVICE float
 ampc_optim_grad(float g, float sign)
 {
-    return g * sign;
+    return AMPC_MUL(g, sign);
 }
 
 /* L2 weight decay: d + weight_decay * param. */

@@ -1,7 +1,8 @@
 """The CUDA build, checked where there is no GPU: every slot of the CUDA
 table (csrc/cuda_ops.def) has its typedef, its definition in a cuda/*.cu
 file and, in a CUDA build, a filled table entry; every cuda/*.cu file
-compiles without a warning; a CUDA build on a GPU-less machine imports,
+compiles without a warning; the kernels that must match the CPU bit for
+bit leave nvcc nothing to fuse into an FMA; a CUDA build on a GPU-less machine imports,
 reports no device and refuses device="cuda" with a clear RuntimeError.
 (The CPU-only build in a temporary copy is tests/test_build.py's.)
 The warning check compiles every .cu file again, which takes minutes, so
@@ -243,3 +244,76 @@ def test_every_cu_file_compiles_without_warnings(tmp_path):
     failed = [f"{name} (exit {rc}):\n{log}" for name, rc, log in results
               if rc != 0 or "warning" in log.lower()]
     assert not failed, "\n".join(failed)
+
+
+# Kernels whose results the CUDA tests compare with the CPU's bit for bit.
+BIT_EXACT_SOURCES = ("optim", "random", "dropout", "amp", "copy", "relu",
+                     "pool")
+
+
+def _contractions(ptx, ty):
+    """(function, count) of the places in PTX text where nvcc fused a
+    multiply and an add of type ty (an fma), or left a plain mul whose
+    result a plain add or sub reads (ptxas may fuse that pair): gcc rounds
+    both, so a CPU result would differ."""
+    reg = r"%fd\d+" if ty == "f64" else r"%f\d+"
+    found = []
+    for body in re.split(r"\n(?=(?:\.visible |\.weak )?\.(?:entry|func))",
+                         ptx):
+        muls = set(re.findall(rf"\bmul\.{ty}\s+({reg}),", body))
+        n = len(re.findall(rf"\bfma\.\w+\.{ty}\b", body))
+        for m in re.finditer(rf"\b(?:add|sub)\.{ty}\s+{reg},\s*([^,]+),"
+                             rf"\s*([^;]+);", body):
+            n += (m.group(1).strip() in muls) + (m.group(2).strip() in muls)
+        if n:
+            name = re.search(r"\.(?:entry|func)\s+(?:\([^)]*\)\s*)?([\w$]+)",
+                             body)
+            found.append((name.group(1) if name else "?", n))
+    return found
+
+
+@source_only
+@pytest.mark.skipif(not build_config.CUDA,
+                    reason="CPU-only build: nvcc was not used")
+def test_bit_exact_kernels_leave_nothing_to_fuse(tmp_path):
+    """nvcc contracts a * b + c into one FMA unless told not to; the shared
+    headers use __fmul_rn / __fadd_rn (AMPC_MUL / AMPC_ADD) where a product
+    feeds a sum.  Checked in the PTX of the kernels that the GPU tests
+    compare with the CPU bit for bit (float32; random's float64 too), so a
+    plain a * b + c added to those headers fails here, not on a GPU."""
+    nvcc = _nvcc()
+    if nvcc is None:
+        pytest.skip("nvcc is no longer found")
+    flags = ["-ptx", "-O3", "-std=c++17", "-Icsrc", "-Icuda",
+             "-arch=compute_90", "-DAMPC_WITH_CUDA=1"]
+    for d in _include_dirs():
+        flags += ["-isystem", d]
+
+    def ptx_of(stem):
+        out = tmp_path / (stem + ".ptx")
+        run = subprocess.run([nvcc, *flags, f"cuda/{stem}.cu", "-o",
+                              str(out)], cwd=REPO, capture_output=True,
+                             text=True)
+        assert run.returncode == 0, run.stdout + run.stderr
+        return stem, out.read_text()
+
+    with ThreadPoolExecutor(max_workers=min(4, os.cpu_count() or 1)) as ex:
+        ptx = dict(ex.map(ptx_of, BIT_EXACT_SOURCES))
+    bad = {f"{stem}.cu float32": _contractions(text, "f32")
+           for stem, text in ptx.items()}
+    bad["random.cu float64"] = _contractions(ptx["random"], "f64")
+    bad = {k: v for k, v in bad.items() if v}
+    assert not bad, f"fused or fusable multiply-adds: {bad}"
+
+
+def test_contraction_finder_finds_both_forms():
+    fused = ".visible .entry k(\n)\n{\n\tfma.rn.f32 \t%f3, %f1, %f2, %f0;\n}"
+    plain = (".visible .entry k(\n)\n{\n\tmul.f32 \t%f3, %f1, %f2;\n"
+             "\tadd.f32 \t%f4, %f0, %f3;\n}")
+    rounded = (".visible .entry k(\n)\n{\n\tmul.rn.f32 \t%f3, %f1, %f2;\n"
+               "\tadd.rn.f32 \t%f4, %f0, %f3;\n}")
+    assert _contractions(fused, "f32") == [("k", 1)]
+    assert _contractions(plain, "f32") == [("k", 1)]
+    assert _contractions(rounded, "f32") == []
+    assert _contractions(plain.replace("f32", "f64").replace("%f", "%fd"),
+                         "f64") == [("k", 1)]
