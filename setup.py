@@ -341,9 +341,11 @@ ext = Extension(
     include_dirs=["csrc", numpy.get_include()],
     define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
     # -fno-math-errno: ampc never reads errno, and without it gcc will not
-    # vectorise sqrtf loops
+    # vectorise sqrtf loops.  -ffp-contract=off: every a * b + c rounds
+    # twice, as the CUDA kernels' explicit __fmul_rn / __fadd_rn do (gcc's
+    # default in -std=c11, but not clang's), so CPU and GPU bits agree.
     extra_compile_args=["-std=c11", "-O3", "-fopenmp", "-fno-strict-aliasing",
-                        "-fno-math-errno"],
+                        "-fno-math-errno", "-ffp-contract=off"],
     extra_link_args=["-fopenmp"],
 )
 
