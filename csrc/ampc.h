@@ -248,6 +248,9 @@ int ampc_cuda_check_not_capturing(const char *fn);
 /* The same for other waits (synchronize(), copies between GPUs): "fn():
  * cannot wait for the GPU during CUDA graph capture ...". */
 int ampc_cuda_check_no_wait(const char *fn);
+/* 1 while the current device's ampc stream is being captured, 0 when not
+ * (or in a CPU-only build), -1 with an exception. */
+int ampc_cuda_capturing(const char *fn);
 
 static inline int
 ampc_is_cuda(const AmpcTensorObject *t)

@@ -52,10 +52,8 @@ error:
 // ----------------------------------------------------------------------------
 // host reads during capture
 
-/* -1 with RuntimeError "fn(): cannot <what> during CUDA graph capture
- * (...)" when this thread's current stream is being captured. */
-static int
-refuse_in_capture(const char *fn, const char *what)
+int
+ampc_cuda_capturing(const char *fn)
 {
     /* NULL in a CPU-only build, where no CUDA tensor exists. */
     if (ampc_cuda.graph_capturing == NULL) {
@@ -67,7 +65,16 @@ refuse_in_capture(const char *fn, const char *what)
         ampc_cuda_raise(fn, rc);
         return -1;
     }
-    if (capturing) {
+    return capturing != 0;
+}
+
+/* -1 with RuntimeError "fn(): cannot <what> during CUDA graph capture
+ * (...)" when this thread's current stream is being captured. */
+static int
+refuse_in_capture(const char *fn, const char *what)
+{
+    int capturing = ampc_cuda_capturing(fn);
+    if (capturing > 0) {
         PyErr_Format(PyExc_RuntimeError,
                      "%s(): cannot %s during CUDA graph capture (that waits "
                      "for the GPU, which a graph cannot capture); do it "
@@ -75,7 +82,7 @@ refuse_in_capture(const char *fn, const char *what)
                      fn, what);
         return -1;
     }
-    return 0;
+    return capturing;
 }
 
 int

@@ -165,6 +165,29 @@ typedef int (*ampc_cuda_graph_pool_fn)(const ampc_cuda_graph *graph,
 typedef int (*ampc_cuda_graph_capturing_fn)(int *capturing);
 
 // ----------------------------------------------------------------------------
+// CUDA events (cuda/event.cu; Python side in csrc/cuda_event.c)
+
+/* *event = a new event on the current device; timing 0 makes it a
+ * synchronisation-only event (cheaper), blocking 1 makes a host wait on it
+ * sleep instead of spin. */
+typedef int (*ampc_cuda_event_create_fn)(int timing, int blocking,
+                                         void **event);
+/* Frees an event (pending work that records it still completes). */
+typedef int (*ampc_cuda_event_destroy_fn)(void *event);
+/* Records the event on the current device's ampc stream. */
+typedef int (*ampc_cuda_event_record_fn)(void *event);
+/* Makes the current device's ampc stream wait for the event's last record
+ * (a device-side wait: the host does not block). */
+typedef int (*ampc_cuda_event_wait_fn)(void *event);
+/* *done = 1 when the work before the event's last record has finished. */
+typedef int (*ampc_cuda_event_query_fn)(void *event, int *done);
+/* Blocks the host until the work before the event's last record is done. */
+typedef int (*ampc_cuda_event_synchronize_fn)(void *event);
+/* *ms = the milliseconds between two completed timing events' records. */
+typedef int (*ampc_cuda_event_elapsed_fn)(void *start, void *end,
+                                          float *ms);
+
+// ----------------------------------------------------------------------------
 // element-wise ops, reductions and random numbers (cuda/elementwise.cu,
 // cuda/reduce.cu, cuda/random.cu; Python side in csrc/ops_elementwise.c,
 // csrc/ops_reduce.c and csrc/ops_random.c)

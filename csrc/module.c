@@ -327,12 +327,12 @@ mod_cuda_device_capability(PyObject *module, PyObject *arg)
         return NULL;
     }
 #ifdef AMPC_WITH_CUDA
-    int major = 0, minor = 0;
-    int rc = ampc_cuda_device_capability(index, &major, &minor);
+    int major = 0, minor = 0, sms = 0;
+    int rc = ampc_cuda_device_capability(index, &major, &minor, &sms);
     if (rc != 0) {
         return ampc_cuda_raise("get_device_capability", rc);
     }
-    return Py_BuildValue("(ii)", major, minor);
+    return Py_BuildValue("(iii)", major, minor, sms);
 #else
     Py_RETURN_NONE;
 #endif /* AMPC_WITH_CUDA */
@@ -414,7 +414,7 @@ static PyMethodDef module_methods[] = {
     {"cuda_device_name", mod_cuda_device_name, METH_O,
      "cuda_device_name(index) -> the GPU's name"},
     {"cuda_device_capability", mod_cuda_device_capability, METH_O,
-     "cuda_device_capability(index) -> (major, minor)"},
+     "cuda_device_capability(index) -> (major, minor, multiprocessors)"},
     {"cuda_memory_stats", mod_cuda_memory_stats, METH_O,
      "cuda_memory_stats(index) -> (reserved, max_reserved, free, total) "
      "bytes"},
@@ -444,6 +444,7 @@ extern PyMethodDef ampc_grad_norm_methods[];
 extern PyMethodDef ampc_autocast_functions[];
 extern PyMethodDef ampc_autocast_policy_functions[];
 extern PyMethodDef ampc_cuda_graph_methods[];
+extern PyMethodDef ampc_cuda_event_methods[];
 
 static PyMethodDef all_functions[256];
 
@@ -463,7 +464,8 @@ join_functions(void)
                                    ampc_grad_norm_methods,
                                    ampc_autocast_functions,
                                    ampc_autocast_policy_functions,
-                                   ampc_cuda_graph_methods};
+                                   ampc_cuda_graph_methods,
+                                   ampc_cuda_event_methods};
     size_t n = 0;
     for (size_t t = 0; t < sizeof(tables) / sizeof(tables[0]); t++) {
         for (const PyMethodDef *m = tables[t]; m->ml_name != NULL; m++) {

@@ -244,12 +244,14 @@ ampc_last_error_cuda(void)
 }
 
 extern "C" int
-ampc_cuda_device_capability(int index, int *major, int *minor)
+ampc_cuda_device_capability(int index, int *major, int *minor, int *sms)
 {
     AMPC_CUDA_CHECK(cudaDeviceGetAttribute(
         major, cudaDevAttrComputeCapabilityMajor, index));
     AMPC_CUDA_CHECK(cudaDeviceGetAttribute(
         minor, cudaDevAttrComputeCapabilityMinor, index));
+    AMPC_CUDA_CHECK(cudaDeviceGetAttribute(
+        sms, cudaDevAttrMultiProcessorCount, index));
     return 0;
 }
 

@@ -14,7 +14,8 @@ __all__ = [
     "memory_allocated", "max_memory_allocated", "memory_reserved",
     "max_memory_reserved", "reset_peak_memory_stats", "empty_cache",
     "mem_get_info", "get_device_name", "get_device_capability",
-    "OutOfMemoryError",
+    "get_device_properties", "is_bf16_supported", "OutOfMemoryError",
+    "Event", "CUDAGraph", "graph", "is_current_stream_capturing",
 ]
 
 #: Raised when a GPU allocation fails even after ampc emptied its cache
@@ -142,7 +143,57 @@ def get_device_capability(device=None):
     ...     major, minor = ampc.cuda.get_device_capability()
     """
     return tuple(_C.cuda_device_capability(
-        _cuda_index("get_device_capability", device)))
+        _cuda_index("get_device_capability", device))[:2])
+
+
+class _CudaDeviceProperties:
+    """What ``get_device_properties`` returns: the fields of PyTorch's that
+    scripts print most (``name``, ``major``, ``minor``, ``total_memory`` in
+    bytes, ``multi_processor_count``)."""
+
+    def __init__(self, name, major, minor, total_memory,
+                 multi_processor_count):
+        self.name = name
+        self.major = major
+        self.minor = minor
+        self.total_memory = total_memory
+        self.multi_processor_count = multi_processor_count
+
+    def __repr__(self):
+        return (f"_CudaDeviceProperties(name='{self.name}', "
+                f"major={self.major}, minor={self.minor}, "
+                f"total_memory={self.total_memory // (1024 * 1024)}MB, "
+                f"multi_processor_count={self.multi_processor_count})")
+
+
+def get_device_properties(device=None):
+    """The GPU's name, compute capability, memory and multiprocessors.
+
+    >>> import ampc
+    >>> if ampc.cuda.is_available():
+    ...     p = ampc.cuda.get_device_properties()
+    ...     assert p.total_memory > 0 and p.multi_processor_count > 0
+    """
+    index = _cuda_index("get_device_properties", device)
+    major, minor, sms = _C.cuda_device_capability(index)
+    total = _C.cuda_memory_stats(index)[3]
+    return _CudaDeviceProperties(_C.cuda_device_name(index), major, minor,
+                                 total, sms)
+
+
+def is_bf16_supported(including_emulation=True):
+    """True when the current GPU computes in bfloat16 natively (compute
+    capability 8.0 or later); False without a usable GPU.  ampc does not
+    emulate bfloat16 on older GPUs, so ``including_emulation`` changes
+    nothing.
+
+    >>> import ampc
+    >>> ampc.cuda.is_bf16_supported() in (True, False)
+    True
+    """
+    if not is_available():
+        return False
+    return get_device_capability()[0] >= 8
 
 
 def manual_seed(seed):
@@ -245,5 +296,6 @@ def mem_get_info(device=None):
     return stats[2], stats[3]
 
 
-# CUDA graphs (ampc/cuda/graphs.py)
+# CUDA graphs (ampc/cuda/graphs.py) and events (ampc/cuda/events.py)
 from .graphs import CUDAGraph, graph, is_current_stream_capturing  # noqa: E402
+from .events import Event  # noqa: E402

@@ -1,0 +1,233 @@
+"""ampc.cuda.Event (PyTorch's torch.cuda.Event), ampc.cuda.
+get_device_properties and ampc.cuda.is_bf16_supported.  The first group
+runs anywhere (what an event that was never recorded does, and what a
+machine without a GPU must say); the rest needs a GPU and is marked
+``cuda``: records around real work, host and device waits, timing, the
+refusals during graph capture, and torch's figures beside ours where torch
+with CUDA is importable.
+"""
+import time
+
+import pytest
+
+import ampc
+from cuda_helpers import cuda_available, requires_cuda, torch_cuda
+
+no_gpu = pytest.mark.skipif(cuda_available(),
+                            reason="checks the messages without a GPU")
+
+
+# ----------------------------------------------------------------------------
+# anywhere
+
+
+def test_unrecorded_event_is_done_and_has_no_device():
+    e = ampc.cuda.Event()
+    assert e.query() is True
+    e.synchronize()                     # nothing to wait for
+    e.wait()
+    assert e.device is None
+    assert repr(e) == "<ampc.cuda.Event uninitialized>"
+    assert e.enable_timing is False and e.blocking is False
+
+
+def test_event_arguments_are_checked():
+    with pytest.raises(ValueError, match="interprocess events are not "
+                       "supported"):
+        ampc.cuda.Event(interprocess=True)
+    e = ampc.cuda.Event(enable_timing=True)
+    with pytest.raises(TypeError, match=r"Event\.record\(\): ampc queues "
+                       "each device's work on one stream, so 'stream' must "
+                       "be None, got int"):
+        e.record(3)
+    with pytest.raises(TypeError, match=r"Event\.wait\(\).*got str"):
+        e.wait("s")
+    with pytest.raises(TypeError, match="'end_event' must be an "
+                       "ampc.cuda.Event, got float"):
+        e.elapsed_time(1.0)
+
+
+def test_elapsed_time_needs_timing_and_records():
+    plain, a, b = (ampc.cuda.Event(), ampc.cuda.Event(enable_timing=True),
+                   ampc.cuda.Event(enable_timing=True))
+    with pytest.raises(RuntimeError, match="Both events must be created "
+                       "with argument 'enable_timing=True'"):
+        a.elapsed_time(plain)
+    with pytest.raises(RuntimeError, match="Both events must be recorded "
+                       "before calculating elapsed time"):
+        a.elapsed_time(b)
+
+
+def test_c_event_functions_check_their_handles():
+    for fn, args in ((ampc._C.cuda_event_query, (1,)),
+                     (ampc._C.cuda_event_synchronize, (None,)),
+                     (ampc._C.cuda_event_record, ("x", 0)),
+                     (ampc._C.cuda_event_elapsed, (2, 3))):
+        with pytest.raises(TypeError, match="argument 'event' must be an "
+                           "event handle from cuda_event_new"):
+            fn(*args)
+
+
+def test_bf16_support_is_a_bool():
+    assert ampc.cuda.is_bf16_supported() in (True, False)
+    assert ampc.cuda.is_bf16_supported(including_emulation=False) in (
+        True, False)
+
+
+@no_gpu
+def test_without_gpu():
+    e = ampc.cuda.Event()
+    with pytest.raises(RuntimeError, match=r"ampc\.cuda\.Event\.record\(\)"
+                       ": no CUDA GPU is available"):
+        e.record()
+    assert e.device is None
+    assert ampc.cuda.is_bf16_supported() is False
+    with pytest.raises(RuntimeError, match=r"get_device_properties\(\): no "
+                       "CUDA GPU is available"):
+        ampc.cuda.get_device_properties()
+
+
+def test_event_is_exported_like_torch():
+    assert "Event" in ampc.cuda.__all__
+    assert ampc.cuda.Event.__module__ == "ampc.cuda.events"
+
+
+# ----------------------------------------------------------------------------
+# on a GPU
+
+gpu = [pytest.mark.cuda, requires_cuda]
+
+
+def _work(n=2048, reps=4):
+    """Queued GPU work that takes a measurable time."""
+    a = ampc.ones(n, n, device="cuda")
+    for _ in range(reps):
+        a = a @ a * (1.0 / n)
+    return a
+
+
+@pytest.mark.cuda
+@requires_cuda
+def test_record_synchronize_and_elapsed_time():
+    start = ampc.cuda.Event(enable_timing=True)
+    end = ampc.cuda.Event(enable_timing=True)
+    ampc.cuda.synchronize()
+    start.record()
+    out = _work()
+    end.record()
+    assert start.device == ampc.device("cuda", ampc.cuda.current_device())
+    assert repr(end).startswith("<ampc.cuda.Event on cuda:")
+    end.synchronize()
+    assert end.query() is True and start.query() is True
+    ms = start.elapsed_time(end)
+    assert isinstance(ms, float) and ms > 0.0
+    # the events time the GPU work, not the host: a host wall-clock of
+    # the same work, synchronised, is no shorter (allowing timer jitter)
+    t0 = time.perf_counter()
+    end2 = ampc.cuda.Event(enable_timing=True)
+    start.record()
+    out = _work()
+    end2.record()
+    end2.synchronize()
+    wall_ms = (time.perf_counter() - t0) * 1e3
+    assert 0.0 < start.elapsed_time(end2) <= wall_ms * 1.05 + 0.1
+    assert float(out[0, 0].item()) == pytest.approx(1.0)
+
+
+@pytest.mark.cuda
+@requires_cuda
+def test_elapsed_time_refuses_unfinished_events():
+    start = ampc.cuda.Event(enable_timing=True)
+    end = ampc.cuda.Event(enable_timing=True)
+    start.record()
+    _work(4096, 8)
+    end.record()
+    if not end.query():
+        with pytest.raises(RuntimeError, match="Both events must be "
+                           "completed before calculating elapsed time"):
+            start.elapsed_time(end)
+    end.synchronize()
+    assert start.elapsed_time(end) > 0.0
+
+
+@pytest.mark.cuda
+@requires_cuda
+def test_non_timing_event_syncs_but_does_not_time():
+    e = ampc.cuda.Event(blocking=True)
+    t = ampc.cuda.Event(enable_timing=True)
+    t.record()
+    _work()
+    e.record()
+    e.synchronize()
+    assert e.query() is True
+    with pytest.raises(RuntimeError, match="enable_timing=True"):
+        t.elapsed_time(e)
+
+
+@pytest.mark.cuda
+@requires_cuda
+def test_rerecording_moves_the_event():
+    e = ampc.cuda.Event()
+    e.record()
+    e.synchronize()
+    _work(4096, 8)
+    e.record()
+    e.synchronize()
+    assert e.query() is True
+
+
+@pytest.mark.cuda
+@requires_cuda
+def test_wait_orders_later_work_after_the_event():
+    x = ampc.zeros(1 << 20, device="cuda")
+    e = ampc.cuda.Event()
+    x.fill_(3.0)
+    e.record()
+    e.wait()                            # same stream: a no-op in effect
+    y = x + 1
+    assert float(y.sum().item()) == 4.0 * (1 << 20)
+
+
+@pytest.mark.cuda
+@requires_cuda
+def test_events_are_refused_during_capture():
+    x = ampc.ones(64, device="cuda")
+    y = x * 2                           # warm-up
+    e = ampc.cuda.Event()
+    g = ampc.cuda.CUDAGraph()
+    with ampc.cuda.graph(g):
+        y = x * 2
+        with pytest.raises(RuntimeError, match=r"Event\.record\(\): cannot "
+                           "use a CUDA event during CUDA graph capture"):
+            e.record()
+    # the capture survived the refusal; events time a replay
+    start = ampc.cuda.Event(enable_timing=True)
+    end = ampc.cuda.Event(enable_timing=True)
+    start.record()
+    g.replay()
+    end.record()
+    end.synchronize()
+    assert start.elapsed_time(end) >= 0.0
+    assert float(y.sum().item()) == 128.0
+
+
+@pytest.mark.cuda
+@requires_cuda
+def test_device_properties_and_bf16_support():
+    p = ampc.cuda.get_device_properties()
+    assert p.name == ampc.cuda.get_device_name()
+    assert (p.major, p.minor) == ampc.cuda.get_device_capability()
+    free, total = ampc.cuda.mem_get_info()
+    assert p.total_memory == total > 0
+    assert p.multi_processor_count > 0
+    assert repr(p).startswith(f"_CudaDeviceProperties(name='{p.name}'")
+    assert ampc.cuda.is_bf16_supported() is (p.major >= 8)
+    torch = torch_cuda()
+    t = torch.cuda.get_device_properties(0)
+    q = ampc.cuda.get_device_properties(0)
+    assert (q.name, q.major, q.minor, q.multi_processor_count) == (
+        t.name, t.major, t.minor, t.multi_processor_count)
+    # ampc reads cudaMemGetInfo's total, torch the device's property:
+    # the same memory, though a driver may keep a sliver back
+    assert abs(q.total_memory - t.total_memory) <= 0.02 * t.total_memory
+    assert ampc.cuda.is_bf16_supported() == torch.cuda.is_bf16_supported()
