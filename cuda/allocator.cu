@@ -24,9 +24,14 @@
  *   returns every segment that is entirely free.  On cudaMalloc failure the
  *   cache is emptied and the call retried once.
  * Private pools (for CUDA graphs) own their own segments; see pool_begin.
+ * AMPC_CUDA_NO_CACHING=1 turns the cache off for debugging (see
+ * no_caching below).
  * A std::mutex protects everything here: C calls with the GIL held, but the
  * DataLoader's pinning thread and graph code may call from other threads.
  */
+#include <stdlib.h>
+#include <string.h>
+
 #include <mutex>
 #include <set>
 #include <unordered_map>
@@ -92,9 +97,64 @@ thread_local Pool *capture_pool = nullptr;
 /* captures under way in the process (any thread): while one is, nothing
  * may cudaFree, which would synchronise the device and break it */
 int captures_active = 0;
+/* AMPC_CUDA_NO_CACHING mode: the allocations in use, by address, with
+ * their device and size */
+std::unordered_map<void *, std::pair<int, size_t>> exact_live;
 /* every private pool not yet released: a pool's held list may hold another
  * pool's blocks, which must not point at that pool once it is deleted */
 std::set<Pool *> private_pools;
+
+/* AMPC_CUDA_NO_CACHING=1 (read once), as PyTorch's
+ * PYTORCH_NO_CUDA_MEMORY_CACHING: outside graph capture, every allocation
+ * is its own cudaMalloc of exactly the bytes asked and every free a
+ * cudaFree (which waits for the device, so queued work that still reads
+ * the block is done), so compute-sanitizer's memcheck sees each tensor's
+ * true bounds.  Slow: a debugging aid. */
+bool
+no_caching(void)
+{
+    static const bool on = [] {
+        const char *v = getenv("AMPC_CUDA_NO_CACHING");
+        return v != nullptr && v[0] != '\0' && strcmp(v, "0") != 0;
+    }();
+    return on;
+}
+
+/* One exact allocation (no_caching).  Called with mu held. */
+int
+exact_alloc(int device, size_t nbytes, void **ptr)
+{
+    size_t n = nbytes > 0 ? nbytes : 1;
+    cudaError_t err = cudaMalloc(ptr, n);
+    if (err != cudaSuccess) {
+        (void)cudaGetLastError();
+        *ptr = nullptr;
+        ampc_cuda_record_error(__FILE__, __LINE__, "cudaMalloc(ptr, n)",
+                               (int)err);
+        return (int)err;
+    }
+    exact_live[*ptr] = {device, n};
+    reserved[device] += (int64_t)n;
+    if (reserved[device] > peak_reserved[device]) {
+        peak_reserved[device] = reserved[device];
+    }
+    return 0;
+}
+
+/* Frees an exact allocation; during any capture it is kept instead (the
+ * graph may use it at every replay, and cudaFree would break the capture).
+ * Called with mu held. */
+int
+exact_free(std::unordered_map<void *, std::pair<int, size_t>>::iterator it)
+{
+    if (captures_active > 0) {
+        return 0;
+    }
+    AMPC_CUDA_CHECK(cudaFree(it->first));
+    reserved[it->second.first] -= (int64_t)it->second.second;
+    exact_live.erase(it);
+    return 0;
+}
 
 size_t
 round_size(size_t n)
@@ -276,6 +336,9 @@ alloc_block(size_t nbytes, void **ptr)
         return (int)cudaErrorInvalidDevice;
     }
     std::lock_guard<std::mutex> lock(mu);
+    if (no_caching() && capture_pool == nullptr) {
+        return exact_alloc(device, nbytes, ptr);
+    }
     Pool *pool = capture_pool != nullptr ? capture_pool : &general;
     Block *b = nullptr;
     int rc = take_block(pool, device, round_size(nbytes), &b);
@@ -295,6 +358,12 @@ free_block(void *ptr)
     }
     std::lock_guard<std::mutex> lock(mu);
     auto it = live.find(ptr);
+    if (it == live.end() && no_caching()) {
+        auto ex = exact_live.find(ptr);
+        if (ex != exact_live.end()) {
+            return exact_free(ex);
+        }
+    }
     if (it == live.end()) {
         ampc_cuda_record_error(__FILE__, __LINE__, "ampc_free_cuda(ptr)",
                                (int)cudaErrorInvalidDevicePointer);

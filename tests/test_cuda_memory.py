@@ -4,6 +4,9 @@ DataLoader's pin_memory=True, and the ampc.cuda device functions.  The
 tests at the end need no GPU: they check the errors of a CPU-only machine.
 """
 import gc
+import os
+import subprocess
+import sys
 import threading
 
 import numpy as np
@@ -141,6 +144,27 @@ def test_empty_cache_returns_memory():
     del y
     ampc._C.empty_cache()
     assert ampc.cuda.memory_reserved() == r0
+
+
+@requires_cuda
+def test_no_caching_mode_allocates_exact_sizes():
+    """AMPC_CUDA_NO_CACHING=1 (for compute-sanitizer): each allocation is
+    its own cudaMalloc of the bytes asked, returned at once on free."""
+    code = (
+        "import ampc\n"
+        "(ampc.ones(3, device='cuda') * 3).sum().item()\n"   # warm-up
+        "r0 = ampc.cuda.memory_reserved()\n"
+        "x = ampc.empty(1001, device='cuda')\n"
+        "r1 = ampc.cuda.memory_reserved()\n"
+        "y = (x.fill_(2.0) * 3).sum().item()\n"
+        "del x\n"
+        "print(r1 - r0, ampc.cuda.memory_reserved() - r0, y)\n")
+    env = dict(os.environ, AMPC_CUDA_NO_CACHING="1")
+    run = subprocess.run([sys.executable, "-c", code], env=env,
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    grew, left, total = run.stdout.split()
+    assert (int(grew), int(left), float(total)) == (4004, 0, 6006.0)
 
 
 @requires_cuda
