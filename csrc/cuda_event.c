@@ -121,8 +121,8 @@ mod_cuda_event_record(PyObject *module, PyObject *args)
     }
     if (box->ev != NULL && box->device != index) {
         PyErr_Format(PyExc_RuntimeError,
-                     "%s(): the event belongs to cuda:%d and cannot be "
-                     "recorded on cuda:%d (use one event per device)", fn,
+                     "%s(): Event device %d does not match recording "
+                     "stream's device %d (use one event per device)", fn,
                      box->device, index);
         return NULL;
     }
@@ -228,7 +228,7 @@ mod_cuda_event_synchronize(PyObject *module, PyObject *obj)
 }
 
 /* cuda_event_elapsed(start, end) -> milliseconds between the records, with
- * PyTorch's checks and messages. */
+ * PyTorch's checks, messages and exception types. */
 static PyObject *
 mod_cuda_event_elapsed(PyObject *module, PyObject *args)
 {
@@ -242,13 +242,13 @@ mod_cuda_event_elapsed(PyObject *module, PyObject *args)
         return NULL;
     }
     if (!a->timing || !b->timing) {
-        PyErr_Format(PyExc_RuntimeError,
+        PyErr_Format(PyExc_ValueError,
                      "%s(): Both events must be created with argument "
                      "'enable_timing=True'.", fn);
         return NULL;
     }
     if (a->ev == NULL || b->ev == NULL) {
-        PyErr_Format(PyExc_RuntimeError,
+        PyErr_Format(PyExc_ValueError,
                      "%s(): Both events must be recorded before calculating "
                      "elapsed time.", fn);
         return NULL;

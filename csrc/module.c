@@ -327,12 +327,32 @@ mod_cuda_device_capability(PyObject *module, PyObject *arg)
         return NULL;
     }
 #ifdef AMPC_WITH_CUDA
-    int major = 0, minor = 0, sms = 0;
-    int rc = ampc_cuda_device_capability(index, &major, &minor, &sms);
+    int major = 0, minor = 0;
+    int rc = ampc_cuda_device_capability(index, &major, &minor);
     if (rc != 0) {
         return ampc_cuda_raise("get_device_capability", rc);
     }
-    return Py_BuildValue("(iii)", major, minor, sms);
+    return Py_BuildValue("(ii)", major, minor);
+#else
+    Py_RETURN_NONE;
+#endif /* AMPC_WITH_CUDA */
+}
+
+static PyObject *
+mod_cuda_device_memory(PyObject *module, PyObject *arg)
+{
+    int index = cuda_index_arg(arg, "get_device_properties");
+    if (index < 0) {
+        return NULL;
+    }
+#ifdef AMPC_WITH_CUDA
+    size_t total = 0;
+    int sms = 0;
+    int rc = ampc_cuda_device_memory(index, &total, &sms);
+    if (rc != 0) {
+        return ampc_cuda_raise("get_device_properties", rc);
+    }
+    return Py_BuildValue("(Ki)", (unsigned long long)total, sms);
 #else
     Py_RETURN_NONE;
 #endif /* AMPC_WITH_CUDA */
@@ -414,7 +434,9 @@ static PyMethodDef module_methods[] = {
     {"cuda_device_name", mod_cuda_device_name, METH_O,
      "cuda_device_name(index) -> the GPU's name"},
     {"cuda_device_capability", mod_cuda_device_capability, METH_O,
-     "cuda_device_capability(index) -> (major, minor, multiprocessors)"},
+     "cuda_device_capability(index) -> (major, minor)"},
+    {"cuda_device_memory", mod_cuda_device_memory, METH_O,
+     "cuda_device_memory(index) -> (total bytes, multiprocessors)"},
     {"cuda_memory_stats", mod_cuda_memory_stats, METH_O,
      "cuda_memory_stats(index) -> (reserved, max_reserved, free, total) "
      "bytes"},

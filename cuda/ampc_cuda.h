@@ -39,10 +39,13 @@ int ampc_cuda_driver_version(void);
  * buf; returns 0 or an error code. */
 int ampc_cuda_device_name(int index, char *buf, size_t size);
 
-/* Device `index`'s compute capability (9, 0 for an H200) and its number
- * of multiprocessors (132); 0 or an error code. */
-int ampc_cuda_device_capability(int index, int *major, int *minor,
-                                int *sms);
+/* Device `index`'s compute capability (9, 0 for an H200); 0 or an error
+ * code. */
+int ampc_cuda_device_capability(int index, int *major, int *minor);
+
+/* Device `index`'s memory in bytes and its number of multiprocessors (132
+ * on an H200); 0 or an error code. */
+int ampc_cuda_device_memory(int index, size_t *total, int *sms);
 
 /* This thread's current device as the user sees it: what
  * ampc.cuda.set_device() chose (ampc_cuda_select_device), else the

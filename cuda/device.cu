@@ -244,14 +244,24 @@ ampc_last_error_cuda(void)
 }
 
 extern "C" int
-ampc_cuda_device_capability(int index, int *major, int *minor, int *sms)
+ampc_cuda_device_capability(int index, int *major, int *minor)
 {
     AMPC_CUDA_CHECK(cudaDeviceGetAttribute(
         major, cudaDevAttrComputeCapabilityMajor, index));
     AMPC_CUDA_CHECK(cudaDeviceGetAttribute(
         minor, cudaDevAttrComputeCapabilityMinor, index));
-    AMPC_CUDA_CHECK(cudaDeviceGetAttribute(
-        sms, cudaDevAttrMultiProcessorCount, index));
+    return 0;
+}
+
+extern "C" int
+ampc_cuda_device_memory(int index, size_t *total, int *sms)
+{
+    /* the device's property, as torch reads it: no context is needed,
+     * where cudaMemGetInfo would create one on that device */
+    cudaDeviceProp prop;
+    AMPC_CUDA_CHECK(cudaGetDeviceProperties(&prop, index));
+    *total = prop.totalGlobalMem;
+    *sms = prop.multiProcessorCount;
     return 0;
 }
 

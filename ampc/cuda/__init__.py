@@ -143,7 +143,7 @@ def get_device_capability(device=None):
     ...     major, minor = ampc.cuda.get_device_capability()
     """
     return tuple(_C.cuda_device_capability(
-        _cuda_index("get_device_capability", device))[:2])
+        _cuda_index("get_device_capability", device)))
 
 
 class _CudaDeviceProperties:
@@ -175,8 +175,8 @@ def get_device_properties(device=None):
     ...     assert p.total_memory > 0 and p.multi_processor_count > 0
     """
     index = _cuda_index("get_device_properties", device)
-    major, minor, sms = _C.cuda_device_capability(index)
-    total = _C.cuda_memory_stats(index)[3]
+    major, minor = _C.cuda_device_capability(index)
+    total, sms = _C.cuda_device_memory(index)
     return _CudaDeviceProperties(_C.cuda_device_name(index), major, minor,
                                  total, sms)
 

@@ -43,11 +43,12 @@ class Event:
     """
 
     def __init__(self, enable_timing=False, blocking=False,
-                 interprocess=False):
-        if interprocess:
+                 interprocess=False, external=False):
+        if interprocess or external:
+            kind = "interprocess" if interprocess else "external"
             raise ValueError(
-                "ampc.cuda.Event(): interprocess events are not supported "
-                "by ampc")
+                f"ampc.cuda.Event(): {kind} events are not supported by "
+                "ampc")
         self.enable_timing = bool(enable_timing)
         self.blocking = bool(blocking)
         self._handle = _C.cuda_event_new(self.enable_timing, self.blocking)
