@@ -1,5 +1,5 @@
 /* cuda_event.c - the Python-facing CUDA event functions of ampc._C, which
- * ampc/cuda/events.py wraps (ampc.cuda.Event).  As in PyTorch, an event is
+ * ampc/cuda/streams.py wraps (ampc.cuda.Event).  As in PyTorch, an event is
  * created on its first record(), on the device it is recorded on, and one
  * that was never recorded counts as done.  ampc has one stream per device,
  * so record() and wait() always use the device's ampc stream.  Everything

@@ -40,9 +40,9 @@ def test_event_arguments_are_checked():
         ampc.cuda.Event(external=True)
     ampc.cuda.Event(external=False)
     e = ampc.cuda.Event(enable_timing=True)
-    with pytest.raises(TypeError, match=r"Event\.record\(\): ampc queues "
-                       "each device's work on one stream, so 'stream' must "
-                       "be None, got int"):
+    with pytest.raises(TypeError, match=r"Event\.record\(\): argument "
+                       "'stream' must be an ampc.cuda.Stream or None, got "
+                       "int"):
         e.record(3)
     with pytest.raises(TypeError, match=r"Event\.wait\(\).*got str"):
         e.wait("s")
@@ -95,11 +95,27 @@ def test_without_gpu():
     with pytest.raises(RuntimeError, match=r"get_device_properties\(\): "
                        + why):
         ampc.cuda.get_device_properties()
+    with pytest.raises(RuntimeError, match=r"current_stream\(\): " + why):
+        ampc.cuda.current_stream()
 
 
-def test_event_is_exported_like_torch():
-    assert "Event" in ampc.cuda.__all__
-    assert ampc.cuda.Event.__module__ == "ampc.cuda.events"
+def test_event_and_stream_are_exported_like_torch():
+    for name in ("Event", "Stream", "current_stream", "default_stream",
+                 "stream"):
+        assert name in ampc.cuda.__all__
+    assert ampc.cuda.Event.__module__ == "ampc.cuda.streams"
+
+
+def test_new_streams_are_refused_clearly():
+    with pytest.raises(RuntimeError, match=r"ampc\.cuda\.Stream\(\): ampc "
+                       "queues each device's work on one stream and cannot "
+                       r"make another; use ampc.cuda.current_stream\(\)"):
+        ampc.cuda.Stream()
+    with pytest.raises(TypeError, match=r"ampc\.cuda\.stream\(\): argument "
+                       "must be an ampc.cuda.Stream or None, got int"):
+        ampc.cuda.stream(1)
+    with ampc.cuda.stream(None) as s:
+        assert s is None
 
 
 # ----------------------------------------------------------------------------
@@ -249,6 +265,29 @@ def test_events_are_refused_during_capture():
     end.synchronize()
     assert start.elapsed_time(end) >= 0.0
     assert float(y.sum().item()) == 128.0
+
+
+@pytest.mark.cuda
+@requires_cuda
+def test_current_stream_is_the_devices_one_stream():
+    s = ampc.cuda.current_stream()
+    assert s == ampc.cuda.default_stream() == ampc.cuda.current_stream(0)
+    assert s.device == ampc.device("cuda", ampc.cuda.current_device())
+    assert repr(s) == f"<ampc.cuda.Stream device={s.device}>"
+    assert len({s, ampc.cuda.current_stream()}) == 1
+    start = s.record_event(ampc.cuda.Event(enable_timing=True))
+    _work(4096, 8)
+    end = ampc.cuda.Event(enable_timing=True)
+    end.record(s)                       # torch's record(stream=...) form
+    s.synchronize()
+    assert s.query() is True and end.query() is True
+    assert start.elapsed_time(end) > 0.0
+    s.wait_event(end)
+    s.wait_stream(ampc.cuda.current_stream())
+    with ampc.cuda.stream(s) as inside:
+        assert inside is s
+        x = ampc.ones(8, device="cuda") * 2
+    assert float(x.sum().item()) == 16.0
 
 
 @pytest.mark.cuda

@@ -15,7 +15,8 @@ __all__ = [
     "max_memory_reserved", "reset_peak_memory_stats", "empty_cache",
     "mem_get_info", "get_device_name", "get_device_capability",
     "get_device_properties", "is_bf16_supported", "OutOfMemoryError",
-    "Event", "CUDAGraph", "graph", "is_current_stream_capturing",
+    "Event", "Stream", "current_stream", "default_stream", "stream",
+    "CUDAGraph", "graph", "is_current_stream_capturing",
 ]
 
 #: Raised when a GPU allocation fails even after ampc emptied its cache
@@ -296,6 +297,7 @@ def mem_get_info(device=None):
     return stats[2], stats[3]
 
 
-# CUDA graphs (ampc/cuda/graphs.py) and events (ampc/cuda/events.py)
+# CUDA graphs (ampc/cuda/graphs.py), streams and events (streams.py)
 from .graphs import CUDAGraph, graph, is_current_stream_capturing  # noqa: E402
-from .events import Event  # noqa: E402
+from .streams import (  # noqa: E402
+    Event, Stream, current_stream, default_stream, stream)
