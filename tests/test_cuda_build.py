@@ -279,8 +279,9 @@ def test_bit_exact_kernels_leave_nothing_to_fuse(tmp_path):
     """nvcc contracts a * b + c into one FMA unless told not to; the shared
     headers use __fmul_rn / __fadd_rn (AMPC_MUL / AMPC_ADD) where a product
     feeds a sum.  Checked in the PTX of the kernels that the GPU tests
-    compare with the CPU bit for bit (float32; random's float64 too), so a
-    plain a * b + c added to those headers fails here, not on a GPU."""
+    compare with the CPU bit for bit (float32; random's float64 too; the
+    fixed-op element-wise kernels), so a plain a * b + c added to those
+    headers fails here, not on a GPU."""
     nvcc = _nvcc()
     if nvcc is None:
         pytest.skip("nvcc is no longer found")
@@ -298,10 +299,20 @@ def test_bit_exact_kernels_leave_nothing_to_fuse(tmp_path):
         return stem, out.read_text()
 
     with ThreadPoolExecutor(max_workers=min(4, os.cpu_count() or 1)) as ex:
-        ptx = dict(ex.map(ptx_of, BIT_EXACT_SOURCES))
+        ptx = dict(ex.map(ptx_of, BIT_EXACT_SOURCES + ("elementwise",)))
+    ew = ptx.pop("elementwise")
     bad = {f"{stem}.cu float32": _contractions(text, "f32")
            for stem, text in ptx.items()}
     bad["random.cu float64"] = _contractions(ptx["random"], "f64")
+    # elementwise.cu: the kernels of a fixed op + - * / max min (the
+    # runtime-op ones also hold libdevice's pow, exp and log, which use
+    # FMAs and are compared with a tolerance)
+    exact_op = re.compile(r"7BinaryFI(?:f|6__half|13__nv_bfloat16)Li[0-5]EE")
+    names = [n for n in re.findall(r"\.entry\s+(\w+)", ew)
+             if exact_op.search(n)]
+    assert names, "no fixed-op element-wise kernel found in the PTX"
+    bad["elementwise.cu fixed ops"] = [
+        (n, c) for n, c in _contractions(ew, "f32") if exact_op.search(n)]
     bad = {k: v for k, v in bad.items() if v}
     assert not bad, f"fused or fusable multiply-adds: {bad}"
 
