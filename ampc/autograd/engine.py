@@ -88,11 +88,15 @@ def _run_backward(roots, root_grads, retain_graph, capture=None):
 
     root_nodes = []
     buffers = {}
+    # the nodes whose buffered gradient the engine made itself (a cast or a
+    # sum) and holds nowhere else: a leaf may adopt it as .grad uncopied
+    owned = set()
     for t, g in zip(roots, root_grads):
         node = _fresh_grad_fn(t)
         node = key(AccumulateGrad(t) if node is None else node)
         if node in buffers:
             buffers[node] = _binary("add", buffers[node], g)
+            owned.add(node)
         else:
             buffers[node] = g
             root_nodes.append(node)
@@ -122,8 +126,13 @@ def _run_backward(roots, root_grads, retain_graph, capture=None):
         while ready:
             node = heapq.heappop(ready)[2]
             grad = buffers.pop(node, None)
+            mine = node in owned
+            owned.discard(node)
             if grad is not None:
-                grads = node._apply(grad, capture)
+                if mine and node.__class__ is AccumulateGrad:
+                    grads = node._apply(grad, capture, True)
+                else:
+                    grads = node._apply(grad, capture)
                 ran.append(node)
             else:
                 grads = ()
@@ -135,13 +144,21 @@ def _run_backward(roots, root_grads, retain_graph, capture=None):
                 gi = grads[k] if k < len(grads) else None
                 if gi is not None:
                     shape, dtype = metas[k]
+                    made = False
                     if gi.shape != shape:
                         gi = _sum_to(node.name(), gi, shape)
                     if gi.dtype != dtype:
                         gi = _cast(gi, dtype)
+                        made = True
                     old = buffers.get(nxt)
-                    buffers[nxt] = gi if old is None else \
-                        _binary("add", old, gi)
+                    if old is not None:
+                        gi = _binary("add", old, gi)
+                        made = True
+                    buffers[nxt] = gi
+                    if made:
+                        owned.add(nxt)
+                    else:
+                        owned.discard(nxt)
                 left = deps[nxt] - 1
                 deps[nxt] = left
                 if left == 0:

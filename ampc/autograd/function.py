@@ -78,18 +78,25 @@ class AccumulateGrad(Node):
     def __init__(self, variable):
         self.variable = variable
 
-    def _apply(self, grad, engine_state):
+    def _apply(self, grad, engine_state, owned=False):
+        """``owned``: the engine made ``grad`` itself (a cast or a sum) and
+        holds it nowhere else, so it may become ``.grad`` as it is."""
         var = self.variable
         if engine_state is not None and engine_state.capture(self, grad):
             return ()
-        _accumulate_into(var, grad)
+        _accumulate_into(var, grad, owned)
         return ()
 
 
-def _accumulate_into(t, g):
-    """t.grad += g, allocating a fresh contiguous tensor the first time."""
+def _accumulate_into(t, g, owned=False):
+    """t.grad += g, allocating a fresh contiguous tensor the first time
+    (or adopting g, when the engine owns it and it fits)."""
     old = t.grad
     if old is None:
+        if owned and g.dtype == t.dtype and g.shape == t.shape and \
+                g.is_contiguous():
+            t.grad = g      # as PyTorch steals a gradient nobody else holds
+            return
         # a fresh copy: g may be shared with other nodes, or be a stride-0
         # expansion, or be the user's `gradient` argument.
         t.grad = _cast(g, t.dtype)
