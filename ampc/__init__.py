@@ -29,9 +29,10 @@ from . import backends  # noqa: F401
 
 # Every tensor C creates is an ampc.Tensor, every shape an ampc.Size.
 _C._set_classes(Tensor, Size)
-# autocast casts through the autograd-aware Tensor.to, so gradients flow
-# back to float32 weights in float32.
-_C._set_autocast_cast_fn(lambda t, dtype: t.to(dtype))
+# autocast casts a tensor that requires grad through the autograd Cast (what
+# Tensor.to(dtype) does), so gradients flow back to float32 weights in
+# float32; C casts the others itself.
+_C._set_autocast_cast_fn(autograd.functions.Cast.apply)
 from ._C import (  # noqa: E402,F401
     autocast, is_autocast_enabled, get_autocast_dtype,
     is_autocast_cache_enabled, clear_autocast_cache,

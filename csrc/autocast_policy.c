@@ -31,7 +31,8 @@ static const policy_entry policy_table[] = {
 
 /* NOTE: process-wide; the cast cache is process-global in PyTorch too. */
 static PyObject *cast_cache;    /* id(weight) -> (weakref, cast tensor) */
-static PyObject *cast_fn;       /* ampc's autograd-aware cast(t, dtype) */
+static PyObject *cast_fn;       /* ampc's autograd Cast.apply(t, dtype),
+                                 * for tensors that require grad */
 
 int
 ampc_autocast_policy_init(void)
@@ -164,9 +165,20 @@ cast_one(PyObject *v, ampc_dtype to, int device, const AutocastState *st,
             return NULL;
         }
     }
-    PyObject *cast = PyObject_CallFunctionObjArgs(cast_fn, v,
-                                                  ampc_dtype_object(to),
-                                                  NULL);
+    PyObject *cast;
+    if (grad_enabled && t->requires_grad) {
+        cast = PyObject_CallFunctionObjArgs(cast_fn, v, ampc_dtype_object(to),
+                                            NULL);
+    }
+    else {
+        /* nothing for autograd to record: the cast without Python */
+        AmpcTensorObject *out = ampc_tensor_empty(t->ndim, t->shape, to,
+                                                  t->device);
+        if (out != NULL && ampc_copy_into(out, t) < 0) {
+            Py_CLEAR(out);
+        }
+        cast = (PyObject *)out;
+    }
     if (cast != NULL && key != NULL) {
         PyObject *ref = PyWeakref_NewRef(v, NULL);
         PyObject *entry = ref == NULL ? NULL : PyTuple_Pack(2, ref, cast);

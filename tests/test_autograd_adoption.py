@@ -101,3 +101,49 @@ def test_broadcast_gradient_is_not_adopted_as_a_view(copies):
         .backward()
     assert w.grad.is_contiguous() and tuple(w.grad.shape) == (2, 1)
     assert to64(w.grad).tolist() == [[3.0], [3.0]]
+
+
+def test_two_roots_for_one_leaf_are_summed_and_adopted(copies):
+    w = ampc.tensor([1.0, 2.0], requires_grad=True)
+    g = ampc.tensor([0.25, 0.5])
+    ampc.autograd.backward([w, w], [g, g])
+    assert copies == []
+    assert to64(w.grad).tolist() == [0.5, 1.0]
+    w.grad.zero_()
+    assert to64(g).tolist() == [0.25, 0.5]
+
+
+def test_retained_and_leaf_gradients_stay_apart():
+    w = ampc.tensor([1.0, 2.0], requires_grad=True)
+    y = w.half()
+    y.retain_grad()
+    z = y.float() * 3
+    z.retain_grad()
+    z.sum().backward()
+    ptrs = {w.grad.data_ptr(), y.grad.data_ptr(), z.grad.data_ptr()}
+    assert len(ptrs) == 3
+    w.grad.zero_()
+    assert to64(y.grad).tolist() == [3.0, 3.0]
+    assert to64(z.grad).tolist() == [1.0, 1.0]
+
+
+def test_autograd_grad_result_is_not_the_leafs_grad():
+    a = ampc.tensor([1.0, 2.0], requires_grad=True)
+    loss = (a.half() * 7).float().sum()
+    (got,) = ampc.autograd.grad(loss, [a], retain_graph=True)
+    assert a.grad is None
+    loss.backward()
+    a.grad.zero_()
+    assert to64(got).tolist() == [7.0, 7.0]
+
+
+def test_reshaped_gradient_without_a_cast_is_copied(copies):
+    """_sum_to may only reshape (a view of the node's output): not made by
+    the engine, so copied."""
+    w = ampc.tensor([[1.0, 2.0, 3.0]], requires_grad=True)     # (1, 3)
+    x = ampc.ones(3)
+    (w * x).sum().backward()            # the product's grad is (1, 3) too
+    v = ampc.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    (v.view(1, 3) + ampc.zeros(1, 3)).sum().backward()
+    assert to64(v.grad).tolist() == [1.0, 1.0, 1.0]
+    assert len(copies) == 2

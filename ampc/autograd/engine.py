@@ -155,10 +155,8 @@ def _run_backward(roots, root_grads, retain_graph, capture=None):
                         gi = _binary("add", old, gi)
                         made = True
                     buffers[nxt] = gi
-                    if made:
+                    if made:    # (not made: nxt had no buffer, so no mark)
                         owned.add(nxt)
-                    else:
-                        owned.discard(nxt)
                 left = deps[nxt] - 1
                 deps[nxt] = left
                 if left == 0:
