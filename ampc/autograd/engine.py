@@ -80,11 +80,7 @@ def _run_backward(roots, root_grads, retain_graph, capture=None):
     summed in full before it is added into ``.grad``.
     """
     canon = {}
-
-    def key(node):
-        if node.__class__ is AccumulateGrad:
-            return canon.setdefault(id(node.variable), node)
-        return node
+    acc_cls = AccumulateGrad
 
     root_nodes = []
     buffers = {}
@@ -93,7 +89,10 @@ def _run_backward(roots, root_grads, retain_graph, capture=None):
     owned = set()
     for t, g in zip(roots, root_grads):
         node = _fresh_grad_fn(t)
-        node = key(AccumulateGrad(t) if node is None else node)
+        if node is None:
+            node = AccumulateGrad(t)
+        if node.__class__ is acc_cls:
+            node = canon.setdefault(id(node.variable), node)
         if node in buffers:
             buffers[node] = _binary("add", buffers[node], g)
             owned.add(node)
@@ -101,47 +100,56 @@ def _run_backward(roots, root_grads, retain_graph, capture=None):
             buffers[node] = g
             root_nodes.append(node)
 
-    # dependency counts, by an iterative DFS
+    # dependency counts, by an iterative DFS; edges[node] = its (input
+    # index, next node) pairs, the next node canonical (one AccumulateGrad
+    # per leaf)
     deps = {}
-    seen = set(root_nodes)
+    edges = {}
     stack = list(root_nodes)
+    for node in stack:
+        edges[node] = None
     while stack:
         node = stack.pop()
-        for nxt, _ in node.next_functions:
+        out = []
+        for k, (nxt, _) in enumerate(node.next_functions):
             if nxt is None:
                 continue
-            nxt = key(nxt)
+            if nxt.__class__ is acc_cls:
+                nxt = canon.setdefault(id(nxt.variable), nxt)
+            out.append((k, nxt))
             deps[nxt] = deps.get(nxt, 0) + 1
-            if nxt not in seen:
-                seen.add(nxt)
+            if nxt not in edges:
+                edges[nxt] = None
                 stack.append(nxt)
+        edges[node] = out
 
     ready = []
     tie = itertools.count()
+    push, pop = heapq.heappush, heapq.heappop
     for n in root_nodes:
         if deps.get(n, 0) == 0:
-            heapq.heappush(ready, (-n._seq, next(tie), n))
+            push(ready, (-n._seq, next(tie), n))
     ran = []
     try:
         while ready:
-            node = heapq.heappop(ready)[2]
+            node = pop(ready)[2]
             grad = buffers.pop(node, None)
-            mine = node in owned
-            owned.discard(node)
             if grad is not None:
-                if mine and node.__class__ is AccumulateGrad:
-                    grads = node._apply(grad, capture, True)
+                if node in owned:
+                    owned.discard(node)
+                    if node.__class__ is acc_cls:
+                        grads = node._apply(grad, capture, True)
+                    else:
+                        grads = node._apply(grad, capture)
                 else:
                     grads = node._apply(grad, capture)
                 ran.append(node)
             else:
                 grads = ()
             metas = node._metas
-            for k, (nxt, _) in enumerate(node.next_functions):
-                if nxt is None:
-                    continue
-                nxt = key(nxt)
-                gi = grads[k] if k < len(grads) else None
+            ng = len(grads)
+            for k, nxt in edges[node]:
+                gi = grads[k] if k < ng else None
                 if gi is not None:
                     shape, dtype = metas[k]
                     made = False
@@ -160,7 +168,7 @@ def _run_backward(roots, root_grads, retain_graph, capture=None):
                 left = deps[nxt] - 1
                 deps[nxt] = left
                 if left == 0:
-                    heapq.heappush(ready, (-nxt._seq, next(tie), nxt))
+                    push(ready, (-nxt._seq, next(tie), nxt))
     finally:
         if not retain_graph:
             for node in ran:
