@@ -93,6 +93,35 @@ ampc_philox_block(ampc_random_kind kind, uint64_t seed, uint64_t ctr,
 // ----------------------------------------------------------------------------
 // log, sin and cos in double, from IEEE-exact operations only
 
+/* The polynomials' coefficients, as lists of Horner steps p = c + z p,
+ * so that the scalar code here and the AVX-512 kernel
+ * (csrc/cpu/avx512/random.c) sum the very same terms. */
+/* ln(m) = 2s + s z P(z), P's coefficients 2/25 (C0), 2/23, ..., 2/3 */
+#define AMPC_RAND_LOG_C0 0.08
+#define AMPC_RAND_LOG_HORNER(STEP)                                         \
+    STEP(0.08695652173913043) STEP(0.09523809523809523)                  \
+    STEP(0.10526315789473684) STEP(0.11764705882352941)                  \
+    STEP(0.13333333333333333) STEP(0.15384615384615385)                  \
+    STEP(0.18181818181818182) STEP(0.22222222222222222)                  \
+    STEP(0.2857142857142857) STEP(0.4) STEP(0.6666666666666666)
+/* ln 2 split so that e * ln2_hi is exact for |e| < 2^11 */
+#define AMPC_RAND_LN2_HI 0.6931471803691238
+#define AMPC_RAND_LN2_LO 1.9082149292705877e-10
+/* sin x = x + x z P(z): 1/17! (C0), -1/15!, ..., -1/3! */
+#define AMPC_RAND_SIN_C0 2.8114572543455206e-15
+#define AMPC_RAND_SIN_HORNER(STEP)                                         \
+    STEP(-7.647163731819816e-13) STEP(1.6059043836821613e-10)            \
+    STEP(-2.505210838544172e-08) STEP(2.7557319223985893e-06)            \
+    STEP(-0.0001984126984126984) STEP(0.008333333333333333)              \
+    STEP(-0.16666666666666666)
+/* cos x = 1 - z P(z): 1/18! (C0), -1/16!, ..., 1/2! */
+#define AMPC_RAND_COS_C0 1.5619206968586225e-16
+#define AMPC_RAND_COS_HORNER(STEP)                                         \
+    STEP(-4.779477332387385e-14) STEP(1.1470745597729725e-11)            \
+    STEP(-2.08767569878681e-09) STEP(2.755731922398589e-07)              \
+    STEP(-2.48015873015873e-05) STEP(0.001388888888888889)               \
+    STEP(-0.041666666666666664) STEP(0.5)
+
 /* ln(x) for a normal double x > 0: x = m 2^e with m in [sqrt(1/2),
  * sqrt(2)), ln(m) = 2 atanh(s) with s = (m - 1) / (m + 1), |s| < 0.172,
  * summed to s^25 (the next term is below 2^-60 of the result). */
@@ -112,24 +141,14 @@ ampc_rand_log(double x)
     double f = AMPC_DSUB(m, 1.0);
     double s = AMPC_DDIV(f, AMPC_DADD(2.0, f));
     double z = AMPC_DMUL(s, s);
-    /* 2/3, 2/5, ..., 2/25 */
-    double p = 0.08;
-    p = AMPC_DADD(0.08695652173913043, AMPC_DMUL(z, p));
-    p = AMPC_DADD(0.09523809523809523, AMPC_DMUL(z, p));
-    p = AMPC_DADD(0.10526315789473684, AMPC_DMUL(z, p));
-    p = AMPC_DADD(0.11764705882352941, AMPC_DMUL(z, p));
-    p = AMPC_DADD(0.13333333333333333, AMPC_DMUL(z, p));
-    p = AMPC_DADD(0.15384615384615385, AMPC_DMUL(z, p));
-    p = AMPC_DADD(0.18181818181818182, AMPC_DMUL(z, p));
-    p = AMPC_DADD(0.22222222222222222, AMPC_DMUL(z, p));
-    p = AMPC_DADD(0.2857142857142857, AMPC_DMUL(z, p));
-    p = AMPC_DADD(0.4, AMPC_DMUL(z, p));
-    p = AMPC_DADD(0.6666666666666666, AMPC_DMUL(z, p));
+    double p = AMPC_RAND_LOG_C0;
+#define AMPC_RAND_STEP(c) p = AMPC_DADD((c), AMPC_DMUL(z, p));
+    AMPC_RAND_LOG_HORNER(AMPC_RAND_STEP)
+#undef AMPC_RAND_STEP
     double lm = AMPC_DADD(AMPC_DMUL(2.0, s), AMPC_DMUL(AMPC_DMUL(s, z), p));
-    /* ln 2 split so that e * ln2_hi is exact for |e| < 2^11 */
     double de = (double)e;
-    return AMPC_DADD(AMPC_DMUL(de, 0.6931471803691238),
-                     AMPC_DADD(lm, AMPC_DMUL(de, 1.9082149292705877e-10)));
+    return AMPC_DADD(AMPC_DMUL(de, AMPC_RAND_LN2_HI),
+                     AMPC_DADD(lm, AMPC_DMUL(de, AMPC_RAND_LN2_LO)));
 }
 
 /* sin and cos of x in [0, pi/4]: Taylor series to x^17 and x^18 (the next
@@ -138,14 +157,10 @@ AMPC_HOST_DEVICE double
 ampc_rand_sin_small(double x)
 {
     double z = AMPC_DMUL(x, x);
-    double p = 2.8114572543455206e-15;          /* 1/17! */
-    p = AMPC_DADD(-7.647163731819816e-13, AMPC_DMUL(z, p));
-    p = AMPC_DADD(1.6059043836821613e-10, AMPC_DMUL(z, p));
-    p = AMPC_DADD(-2.505210838544172e-08, AMPC_DMUL(z, p));
-    p = AMPC_DADD(2.7557319223985893e-06, AMPC_DMUL(z, p));
-    p = AMPC_DADD(-0.0001984126984126984, AMPC_DMUL(z, p));
-    p = AMPC_DADD(0.008333333333333333, AMPC_DMUL(z, p));
-    p = AMPC_DADD(-0.16666666666666666, AMPC_DMUL(z, p));
+    double p = AMPC_RAND_SIN_C0;
+#define AMPC_RAND_STEP(c) p = AMPC_DADD((c), AMPC_DMUL(z, p));
+    AMPC_RAND_SIN_HORNER(AMPC_RAND_STEP)
+#undef AMPC_RAND_STEP
     return AMPC_DADD(x, AMPC_DMUL(AMPC_DMUL(x, z), p));
 }
 
@@ -153,15 +168,10 @@ AMPC_HOST_DEVICE double
 ampc_rand_cos_small(double x)
 {
     double z = AMPC_DMUL(x, x);
-    double p = 1.5619206968586225e-16;          /* 1/18! */
-    p = AMPC_DADD(-4.779477332387385e-14, AMPC_DMUL(z, p));
-    p = AMPC_DADD(1.1470745597729725e-11, AMPC_DMUL(z, p));
-    p = AMPC_DADD(-2.08767569878681e-09, AMPC_DMUL(z, p));
-    p = AMPC_DADD(2.755731922398589e-07, AMPC_DMUL(z, p));
-    p = AMPC_DADD(-2.48015873015873e-05, AMPC_DMUL(z, p));
-    p = AMPC_DADD(0.001388888888888889, AMPC_DMUL(z, p));
-    p = AMPC_DADD(-0.041666666666666664, AMPC_DMUL(z, p));
-    p = AMPC_DADD(0.5, AMPC_DMUL(z, p));
+    double p = AMPC_RAND_COS_C0;
+#define AMPC_RAND_STEP(c) p = AMPC_DADD((c), AMPC_DMUL(z, p));
+    AMPC_RAND_COS_HORNER(AMPC_RAND_STEP)
+#undef AMPC_RAND_STEP
     return AMPC_DSUB(1.0, AMPC_DMUL(z, p));
 }
 

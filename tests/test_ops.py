@@ -663,6 +663,30 @@ def test_random_independent_of_level():
         assert np.array_equal(v, vals[0])
 
 
+@pytest.mark.parametrize("dtype", FLOAT_NAMES)
+def test_normal_draws_identical_on_every_level(dtype):
+    """The AVX-512 normal kernel (16 Philox blocks, 64 values a step) gives
+    ref's bits: sizes around its steps and the generator's offset at every
+    position within a Philox block; the chunks that run on several threads
+    (over 16384 elements) included."""
+    levels = ampc.backends.cpu.levels()
+    prev = ampc._C.cpu_capability()
+    try:
+        for n in (1, 3, 63, 64, 65, 129, 4095, 4097, 20001):
+            for skip in (0, 1, 2, 3, 6):
+                outs = []
+                for level in levels:
+                    ampc._C._set_cpu_level(level)
+                    ampc.manual_seed(17)
+                    ampc.randn(skip)            # moves the offset
+                    t = ampc.empty(n, dtype=DTYPES[dtype]).normal_(0.25, 3.0)
+                    outs.append(to64(t))
+                for level, o in zip(levels[1:], outs[1:]):
+                    assert np.array_equal(o, outs[0]), (level, n, skip)
+    finally:
+        ampc._C._set_cpu_level(prev)
+
+
 # ----------------------------------------------------------------------------
 # against torch (skipped cleanly where torch is not installed)
 

@@ -116,10 +116,16 @@ void ampc_reduce_avx512(ampc_reduce_op op, ampc_dtype dt, int64_t outer,
                         int64_t r, int64_t inner, const void *x, void *out,
                         int64_t *idx);
 
-/* Only ref implements these; no SIMD level overrides them. */
+/* ref's draws; the AVX-512 level vectorises normal draws only (the same
+ * bits), the other levels keep ref's. */
 void ampc_random_ref(ampc_random_kind kind, ampc_dtype dt, int64_t n,
                      void *out, uint64_t seed, uint64_t offset, double lo,
                      double hi);
+void ampc_random_avx512(ampc_random_kind kind, ampc_dtype dt, int64_t n,
+                        void *out, uint64_t seed, uint64_t offset, double lo,
+                        double hi);
+
+/* Only ref implements these; no SIMD level overrides them. */
 void ampc_arange_ref(ampc_dtype dt, int64_t n, void *out, double start,
                      double step);
 

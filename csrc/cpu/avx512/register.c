@@ -1,6 +1,6 @@
 /* register.c - points the slots that have an AVX-512 variant at it;
- * random, arange, amp_update_scale and nll_loss keep the portable
- * kernels.  Does nothing off x86-64.
+ * arange, amp_update_scale and nll_loss keep the portable kernels (random
+ * keeps them for every kind but normal).  Does nothing off x86-64.
  */
 #include "cpu/cpu.h"
 
@@ -56,6 +56,8 @@ ampc_register_cpu_avx512(ampc_kernel_table *t, const char **variant)
     variant[AMPC_SLOT_sgd_step] = "avx512";
     t->adam_step = ampc_adam_step_avx512;
     variant[AMPC_SLOT_adam_step] = "avx512";
+    t->random = ampc_random_avx512;
+    variant[AMPC_SLOT_random] = "avx512";
 #else
     (void)t;
     (void)variant;
