@@ -89,6 +89,8 @@ extern PyObject *ampc_gs_stage_stepped;
 /* The scaler that called scale() last: the one whose loss the gradients
  * being clipped most likely come from.  Borrowed; cleared by dealloc. */
 extern AmpcGradScalerObject *ampc_gs_last_scaler;
+/* collections.abc.Iterable */
+extern PyObject *ampc_gs_iterable_abc;
 
 // ----------------------------------------------------------------------------
 // small helpers (grad_scaler.c)
@@ -121,10 +123,21 @@ int ampc_gs_check_scale_growth_tracker(AmpcGradScalerObject *self,
                                        const char *funcname);
 /* Per-iteration bookkeeping back to "nothing recorded". */
 int ampc_gs_reset_iteration(AmpcGradScalerObject *self);
+/* Creates the scale and growth tracker on dev (the first scale() or
+ * unscale_ on that device); 0 or -1 with an exception. */
+int ampc_gs_lazy_init(AmpcGradScalerObject *self, ampc_device dev);
 /* get_scale(): the scale as a Python float. */
 PyObject *ampc_gs_get_scale(AmpcGradScalerObject *self);
 /* _get_growth_tracker(): the growth tracker as a Python int. */
 PyObject *ampc_gs_get_growth_tracker(AmpcGradScalerObject *self);
+
+// ----------------------------------------------------------------------------
+// scale() (grad_scaler_scale.c)
+
+/* GradScaler.scale(outputs). */
+PyObject *ampc_gs_scale(AmpcGradScalerObject *self, PyObject *outputs);
+/* scale() of an enabled scaler (also _apply_scale, for nested outputs). */
+PyObject *ampc_gs_apply_scale(AmpcGradScalerObject *self, PyObject *val);
 
 // ----------------------------------------------------------------------------
 // unscale_ and step (grad_scaler_step.c)
