@@ -36,8 +36,8 @@
  * This file holds the type itself: construction, the getters, method
  * table and type spec, and module init; grad_scaler_scale.c has scale(),
  * grad_scaler_attrs.c its attributes (PyTorch's private fields),
- * grad_scaler_step.c unscale_() and
- * step(), grad_scaler_update.c update() and the telemetry,
+ * grad_scaler_unscale.c unscale_(), grad_scaler_step.c step(),
+ * grad_scaler_update.c update() and the telemetry,
  * grad_scaler_state.c state_dict and pickling.
  */
 #include "grad_scaler.h"

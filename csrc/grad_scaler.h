@@ -1,6 +1,7 @@
 /* grad_scaler.h - private to grad_scaler.c and its companions
- * (grad_scaler_step.c, grad_scaler_update.c, grad_scaler_state.c,
- * grad_scaler_attrs.c): the GradScaler object struct, its warn-once flags
+ * (grad_scaler_scale.c, grad_scaler_unscale.c, grad_scaler_step.c,
+ * grad_scaler_update.c, grad_scaler_state.c, grad_scaler_attrs.c): the
+ * GradScaler object struct, its warn-once flags
  * and stats() records, the module-level objects and the helpers that more
  * than one of them uses.  Included by those files only.
  */
@@ -140,7 +141,7 @@ PyObject *ampc_gs_scale(AmpcGradScalerObject *self, PyObject *outputs);
 PyObject *ampc_gs_apply_scale(AmpcGradScalerObject *self, PyObject *val);
 
 // ----------------------------------------------------------------------------
-// unscale_ and step (grad_scaler_step.c)
+// unscale_ (grad_scaler_unscale.c) and step (grad_scaler_step.c)
 
 /* t on dev: t itself, or a copy there (new reference). */
 AmpcTensorObject *ampc_gs_tensor_on(AmpcTensorObject *t, ampc_device dev);
