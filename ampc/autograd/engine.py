@@ -135,14 +135,11 @@ def _run_backward(roots, root_grads, retain_graph, capture=None):
             node = pop(ready)[2]
             grad = buffers.pop(node, None)
             if grad is not None:
-                if node in owned:
-                    owned.discard(node)
-                    if node.__class__ is acc_cls:
-                        grads = node._apply(grad, capture, True)
-                    else:
-                        grads = node._apply(grad, capture)
+                if node.__class__ is acc_cls and node in owned:
+                    grads = node._apply(grad, capture, True)
                 else:
                     grads = node._apply(grad, capture)
+                owned.discard(node)
                 ran.append(node)
             else:
                 grads = ()
