@@ -4,8 +4,9 @@
 # the build (pip install --no-build-isolation -e .: no package index is
 # reached), which must have compiled CUDA; every test marked `cuda`; a
 # short CPU smoke subset; the lab for one epoch in FP32, AMP-fp16 and
-# AMP-bf16 on the GPU; benchmarks/bench_cuda.py --quick; with a minute
-# left, compute-sanitizer over tools/sanitize_smoke.py.  Each stage runs
+# AMP-bf16 on the GPU; benchmarks/bench_cuda.py --quick and
+# bench_overhead.py (host time per step); with a minute left,
+# compute-sanitizer over tools/sanitize_smoke.py.  Each stage runs
 # even when an earlier one failed (one run gives the most information);
 # the exit code is nonzero when any stage failed.  Logs go to
 # ${OUT:-/tmp/gpu_check}; the summary table is printed last.
@@ -177,6 +178,8 @@ stage cpu_smoke 60 "$PYTHON" -m pytest "${pytest_flags[@]}" \
     tests/test_dispatch.py tests/test_dtype.py tests/test_cuda_graphs.py
 stage bench 120 "$PYTHON" benchmarks/bench_cuda.py --quick \
     --json "$OUT/bench.json"
+stage overhead 60 "$PYTHON" benchmarks/bench_overhead.py --device cuda \
+    --steps 200
 # last and optional: only with a minute of the budget left
 if [ $((BUDGET - ($(date +%s) - T0) - 15)) -ge 60 ]; then
     stage sanitize 120 sanitize
@@ -219,6 +222,13 @@ for line in read("stages.tsv").splitlines():
     failed += verdict not in ("PASS", "SKIP")
     if name in ("cuda_tests", "cpu_smoke"):
         note = (note + "; " if note else "") + counts(read(name + ".log"))
+    if name == "overhead":
+        rows = [l.split() for l in read("overhead.log").splitlines()
+                if l.split()[:1] in (["fp32"], ["bf16"], ["fp16"])]
+        note = "; ".join(([note] if note else []) +
+                         [f"{r[0]} ampc {r[1]} us" +
+                          (f" torch {r[2]} us" if len(r) > 2 else "")
+                          for r in rows])
     if name == "sanitize":
         said = [l.strip() for l in read("sanitize.log").splitlines()
                 if "ERROR SUMMARY" in l or l.startswith(
