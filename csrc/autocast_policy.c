@@ -1,10 +1,12 @@
 /* autocast_policy.c - autocast's op policy at the entry of every op: the
- * one list in autocast_ops.def, the casts it asks for (through ampc's
- * autograd-aware cast, so gradients flow back in the source dtype), and the
+ * one list in autocast_ops.def, the casts it asks for (a tensor that
+ * requires grad through autograd's Cast, so gradients flow back in the
+ * source dtype; any other directly in C), and the
  * cache of float32 leaf weights cast to the autocast dtype, kept until the
  * outermost autocast context exits (PyTorch's cached_cast).
  */
 #include "autocast.h"
+#include "ops.h"
 
 typedef enum {
     POLICY_NONE = 0,
@@ -172,12 +174,7 @@ cast_one(PyObject *v, ampc_dtype to, int device, const AutocastState *st,
     }
     else {
         /* nothing for autograd to record: the cast without Python */
-        AmpcTensorObject *out = ampc_tensor_empty(t->ndim, t->shape, to,
-                                                  t->device);
-        if (out != NULL && ampc_copy_into(out, t) < 0) {
-            Py_CLEAR(out);
-        }
-        cast = (PyObject *)out;
+        cast = (PyObject *)ampc_as_dtype(t, to);
     }
     if (cast != NULL && key != NULL) {
         PyObject *ref = PyWeakref_NewRef(v, NULL);
