@@ -405,6 +405,19 @@ typedef struct {
     const float *found_inf;
 } ampc_sgd_args;
 
+/* The parameters of one multi-tensor optimizer step, all of one dtype on
+ * one device and none sharing memory with another: tensor t has numel[t]
+ * elements at param[t], grad[t] and state[s][t] for each state tensor s
+ * the optimizer keeps (SGD: the momentum buffer; Adam: exp_avg,
+ * exp_avg_sq, max_exp_avg_sq); state[s] is NULL where not kept. */
+typedef struct {
+    int64_t n;
+    const int64_t *numel;
+    void *const *param;
+    void *const *grad;
+    void *const *state[3];
+} ampc_optim_list;
+
 /* param, grad, momentum_buffer (n) (NULL when momentum == 0), one pass */
 typedef void (*ampc_sgd_step_fn)(const ampc_sgd_args *a, ampc_dtype dt,
                                  int64_t n, void *param, void *grad,

@@ -421,10 +421,11 @@ typedef int (*ampc_cuda_mse_bwd_fn)(ampc_dtype dt, int64_t n, int reduction,
 
 /* kernels.h ampc_sgd_step_fn / ampc_adam_step_fn on device memory; the
  * args' grad_scale, found_inf and step are device pointers (or NULL), so a
- * step needs no host sync and can be captured in a CUDA graph. */
+ * step needs no host sync and can be captured in a CUDA graph.  The SGD
+ * step updates every parameter of l (state[0]: the momentum buffers, or
+ * NULL) in one launch. */
 typedef int (*ampc_cuda_sgd_step_fn)(const ampc_sgd_args *a, ampc_dtype dt,
-                                     int64_t n, void *param, void *grad,
-                                     void *momentum_buffer);
+                                     const ampc_optim_list *l);
 typedef int (*ampc_cuda_adam_step_fn)(const ampc_adam_args *a,
                                       ampc_dtype dt, int64_t n, void *param,
                                       void *grad, void *exp_avg,

@@ -124,6 +124,236 @@ check_range(const char *what, double v, double lo, double hi, int hi_open)
 // ----------------------------------------------------------------------------
 // SGD
 
+/* One parameter of an SGD call, checked: param and buf are borrowed (buf
+ * NULL without momentum); grad_obj is the grad as given. */
+typedef struct {
+    AmpcTensorObject *param;
+    PyObject *grad_obj;
+    AmpcTensorObject *buf;
+} sgd_entry;
+
+/* "param" for the single-tensor call (i < 0), else "params[i]". */
+static const char *
+arg_name(char *buf, size_t size, const char *single, const char *list,
+         Py_ssize_t i)
+{
+    if (i < 0) {
+        return single;
+    }
+    PyOS_snprintf(buf, size, "%s[%zd]", list, i);
+    return buf;
+}
+
+/* Checks parameter i (i < 0: the single-tensor call) against the first
+ * one, p0 (NULL for the first itself): same device and dtype. */
+static int
+sgd_entry_check(const char *fn, Py_ssize_t i, PyObject *p_obj,
+                PyObject *g_obj, PyObject *b_obj, int with_buf,
+                AmpcTensorObject *p0, sgd_entry *e)
+{
+    char pn[48], gn[48], bn[64], p0n[48];
+    const char *pname = arg_name(pn, sizeof(pn), "param", "params", i);
+    const char *gname = arg_name(gn, sizeof(gn), "grad", "grads", i);
+    const char *bname = arg_name(bn, sizeof(bn), "momentum_buffer",
+                                 "momentum_buffers", i);
+    AmpcTensorObject *p = state_tensor(fn, pname, p_obj, NULL);
+    if (p == NULL ||
+        (p0 != NULL &&
+         (ampc_check_same_device(p0, p) < 0 ||
+          ampc_arg_dtype(fn, pname, p, p0->dtype,
+                         arg_name(p0n, sizeof(p0n), "", "params", 0)) <
+              0))) {
+        return -1;
+    }
+    AmpcTensorObject *g = ampc_arg_tensor(fn, gname, g_obj);
+    if (g == NULL || ampc_check_same_device(p, g) < 0 ||
+        ampc_arg_dtype(fn, gname, g, p->dtype, pname) < 0 ||
+        ampc_arg_shape(fn, gname, g, p->ndim, p->shape, pname) < 0) {
+        return -1;
+    }
+    e->param = p;
+    e->grad_obj = g_obj;
+    e->buf = NULL;
+    /* the buffer is read only with momentum, as torch keeps none without */
+    if (with_buf) {
+        if (b_obj == Py_None) {
+            PyErr_Format(PyExc_ValueError,
+                         "%s(): %s is required when momentum != 0 (pass a "
+                         "tensor like the param, with first_step=True on "
+                         "the first step)",
+                         fn, bname);
+            return -1;
+        }
+        if ((e->buf = state_tensor(fn, bname, b_obj, p)) == NULL) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* The hyper-parameters, checked as torch's constructor checks them. */
+static int
+sgd_args_check(const char *fn, ampc_sgd_args *a, double lr, double momentum,
+               double dampening, double weight_decay)
+{
+    if (check_range("learning rate", lr, 0.0, INFINITY, 0) < 0 ||
+        check_range("momentum value", momentum, 0.0, INFINITY, 0) < 0 ||
+        check_range("weight_decay value", weight_decay, 0.0, INFINITY, 0) <
+            0) {
+        return -1;
+    }
+    if (a->nesterov && (momentum <= 0.0 || dampening != 0.0)) {
+        PyErr_Format(PyExc_ValueError,
+                     "%s(): Nesterov momentum requires a momentum and zero "
+                     "dampening",
+                     fn);
+        return -1;
+    }
+    a->lr = (float)lr;
+    a->momentum = (float)momentum;
+    a->one_minus_dampening = (float)(1.0 - dampening);
+    a->weight_decay = (float)weight_decay;
+    return 0;
+}
+
+static int
+cmp_ptr_entry(const void *x, const void *y)
+{
+    const uintptr_t *a = x, *b = y;
+    return a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0;
+}
+
+/* 1 when two of the n parameters share memory (param, grad or buffer of
+ * one with any of another's): pairs (storage, parameter) sorted. */
+static int
+entries_share_memory(AmpcTensorObject *const *ts, Py_ssize_t n, int per)
+{
+    Py_ssize_t m = n * per;
+    uintptr_t *pairs = PyMem_Calloc((size_t)m, 2 * sizeof(uintptr_t));
+    if (pairs == NULL) {
+        return 1;               /* the safe answer: one launch each */
+    }
+    Py_ssize_t k = 0;
+    for (Py_ssize_t i = 0; i < m; i++) {
+        if (ts[i] != NULL) {
+            pairs[2 * k] = (uintptr_t)ts[i]->storage;
+            pairs[2 * k + 1] = (uintptr_t)(i / per);
+            k++;
+        }
+    }
+    qsort(pairs, (size_t)k, 2 * sizeof(uintptr_t), cmp_ptr_entry);
+    int shared = 0;
+    for (Py_ssize_t i = 1; i < k && !shared; i++) {
+        shared = pairs[2 * i] == pairs[2 * i - 2] &&
+                 pairs[2 * i + 1] != pairs[2 * i - 1];
+    }
+    PyMem_Free(pairs);
+    return shared;
+}
+
+/* The step on the n checked parameters (n >= 1, one device, one dtype). */
+static PyObject *
+sgd_run(const char *fn, const ampc_sgd_args *a, sgd_entry *e, Py_ssize_t n)
+{
+    AmpcTensorObject *p0 = e[0].param;
+    if (ampc_cuda_enter(fn, p0->device) < 0) {
+        return NULL;
+    }
+    /* per parameter: the tensors [param, contiguous grad, buf] and their
+     * data pointers and sizes */
+    AmpcTensorObject **ts = PyMem_Calloc((size_t)n * 3, sizeof(*ts));
+    void **ptr = PyMem_Calloc((size_t)n * 3, sizeof(void *));
+    int64_t *numel = PyMem_Calloc((size_t)n, sizeof(int64_t));
+    PyObject *result = NULL;
+    Py_ssize_t made = 0;
+    if (ts == NULL || ptr == NULL || numel == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    int64_t total = 0;
+    for (; made < n; made++) {
+        AmpcTensorObject *g = ampc_contiguous(AMPC_TENSOR(e[made].grad_obj));
+        if (g == NULL) {
+            goto done;
+        }
+        ts[n + made] = g;
+        ts[made] = e[made].param;
+        ts[2 * n + made] = e[made].buf;
+        ptr[made] = e[made].param->data;
+        ptr[n + made] = g->data;
+        ptr[2 * n + made] = e[made].buf != NULL ? e[made].buf->data : NULL;
+        numel[made] = ampc_numel(e[made].param);
+        total += numel[made];
+    }
+    if (ampc_is_cuda(p0)) {
+        ampc_optim_list l = {n, numel, ptr, ptr + n,
+                             {e[0].buf != NULL ? ptr + 2 * n : NULL}};
+        /* NOTE: per parameter [param, grad, buf] are 3 consecutive
+         * entries for the memory check */
+        AmpcTensorObject **byp = PyMem_Calloc((size_t)n * 3, sizeof(*byp));
+        if (byp == NULL) {
+            PyErr_NoMemory();
+            goto done;
+        }
+        for (Py_ssize_t i = 0; i < n; i++) {
+            byp[3 * i] = ts[i];
+            byp[3 * i + 1] = ts[n + i];
+            byp[3 * i + 2] = ts[2 * n + i];
+        }
+        int shared = n > 1 && entries_share_memory(byp, n, 3);
+        PyMem_Free(byp);
+        int rc = 0;
+        if (shared) {
+            /* one launch each: the stream runs them in list order */
+            for (Py_ssize_t i = 0; rc == 0 && i < n; i++) {
+                ampc_optim_list one = {
+                    1, numel + i, ptr + i, ptr + n + i,
+                    {l.state[0] != NULL ? ptr + 2 * n + i : NULL}};
+                rc = ampc_cuda.sgd_step(a, p0->dtype, &one);
+            }
+        }
+        else {
+            rc = ampc_cuda.sgd_step(a, p0->dtype, &l);
+        }
+        if (rc != 0) {
+            ampc_cuda_raise(fn, rc);
+            goto done;
+        }
+    }
+    else {
+        PyThreadState *save = total >= RELEASE_GIL_MIN ? PyEval_SaveThread()
+                                                       : NULL;
+        for (Py_ssize_t i = 0; i < n; i++) {
+            ampc_cpu.sgd_step(a, p0->dtype, numel[i], ptr[i], ptr[n + i],
+                              ptr[2 * n + i]);
+        }
+        if (save != NULL) {
+            PyEval_RestoreThread(save);
+        }
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (a->grad_scale != NULL &&
+            write_back_grad(e[i].grad_obj, ts[n + i]) < 0) {
+            goto done;
+        }
+        e[i].param->storage->version++;
+        if (e[i].buf != NULL) {
+            e[i].buf->storage->version++;
+        }
+    }
+    result = Py_NewRef(Py_None);
+done:
+    if (ts != NULL) {
+        for (Py_ssize_t i = 0; i < made; i++) {
+            Py_DECREF(ts[n + i]);
+        }
+    }
+    PyMem_Free(ts);
+    PyMem_Free(ptr);
+    PyMem_Free(numel);
+    return result;
+}
+
 static PyObject *
 op_sgd_step_(PyObject *module, PyObject *args, PyObject *kwds)
 {
@@ -135,90 +365,113 @@ op_sgd_step_(PyObject *module, PyObject *args, PyObject *kwds)
     PyObject *p_obj, *g_obj, *b_obj;
     PyObject *gs_obj = Py_None, *fi_obj = Py_None;
     double lr, momentum, dampening, weight_decay;
-    int nesterov, maximize, first_step;
-    AmpcTensorObject *p, *buf = NULL;
-    float *grad_scale, *found_inf;
+    ampc_sgd_args a = {0};
+    sgd_entry e;
     if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOOddddppp|$OO:sgd_step_",
                                      kwlist, &p_obj, &g_obj, &b_obj, &lr,
                                      &momentum, &dampening, &weight_decay,
-                                     &nesterov, &maximize, &first_step,
+                                     &a.nesterov, &a.maximize, &a.first_step,
                                      &gs_obj, &fi_obj) ||
-        (p = state_tensor(fn, "param", p_obj, NULL)) == NULL ||
-        scalar_state(fn, "grad_scale", gs_obj, p, &grad_scale) < 0 ||
-        scalar_state(fn, "found_inf", fi_obj, p, &found_inf) < 0 ||
-        check_range("learning rate", lr, 0.0, INFINITY, 0) < 0 ||
-        check_range("momentum value", momentum, 0.0, INFINITY, 0) < 0 ||
-        check_range("weight_decay value", weight_decay, 0.0, INFINITY, 0) <
-            0) {
+        state_tensor(fn, "param", p_obj, NULL) == NULL) {
         return NULL;
     }
-    if (nesterov && (momentum <= 0.0 || dampening != 0.0)) {
+    AmpcTensorObject *p = AMPC_TENSOR(p_obj);
+    if (scalar_state(fn, "grad_scale", gs_obj, p,
+                     (float **)&a.grad_scale) < 0 ||
+        scalar_state(fn, "found_inf", fi_obj, p, (float **)&a.found_inf) <
+            0 ||
+        sgd_args_check(fn, &a, lr, momentum, dampening, weight_decay) < 0 ||
+        sgd_entry_check(fn, -1, p_obj, g_obj, b_obj, momentum != 0.0, NULL,
+                        &e) < 0) {
+        return NULL;
+    }
+    return sgd_run(fn, &a, &e, 1);
+}
+
+/* A list or tuple (of tensors, checked one by one later): a new
+ * PySequence_Fast.  A tensor is refused, though it iterates. */
+static PyObject *
+tensor_sequence(const char *fn, const char *arg, PyObject *obj)
+{
+    if (!PyList_Check(obj) && !PyTuple_Check(obj)) {
+        PyErr_Format(PyExc_TypeError,
+                     "%s(): %s must be a list or tuple of tensors, not "
+                     "%.100s",
+                     fn, arg, Py_TYPE(obj)->tp_name);
+        return NULL;
+    }
+    return PySequence_Fast(obj, "");
+}
+
+/* torch._fused_sgd_'s list form: every parameter of one device and dtype
+ * in one call (one launch on a GPU). */
+static PyObject *
+op_sgd_foreach_step_(PyObject *module, PyObject *args, PyObject *kwds)
+{
+    static char *kwlist[] = {"params", "grads", "momentum_buffers", "lr",
+                             "momentum", "dampening", "weight_decay",
+                             "nesterov", "maximize", "first_step",
+                             "grad_scale", "found_inf", NULL};
+    static const char *fn = "sgd_foreach_step_";
+    PyObject *ps_obj, *gs_list, *bs_obj;
+    PyObject *gs_obj = Py_None, *fi_obj = Py_None;
+    PyObject *ps = NULL, *gs = NULL, *bs = NULL, *result = NULL;
+    double lr, momentum, dampening, weight_decay;
+    ampc_sgd_args a = {0};
+    sgd_entry *e = NULL;
+    if (!PyArg_ParseTupleAndKeywords(
+            args, kwds, "OOOddddppp|$OO:sgd_foreach_step_", kwlist, &ps_obj,
+            &gs_list, &bs_obj, &lr, &momentum, &dampening, &weight_decay,
+            &a.nesterov, &a.maximize, &a.first_step, &gs_obj, &fi_obj) ||
+        sgd_args_check(fn, &a, lr, momentum, dampening, weight_decay) < 0) {
+        return NULL;
+    }
+    if ((ps = tensor_sequence(fn, "params", ps_obj)) == NULL ||
+        (gs = tensor_sequence(fn, "grads", gs_list)) == NULL ||
+        (bs_obj != Py_None &&
+         (bs = tensor_sequence(fn, "momentum_buffers", bs_obj)) == NULL)) {
+        goto done;
+    }
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(ps);
+    if (PySequence_Fast_GET_SIZE(gs) != n ||
+        (bs != NULL && PySequence_Fast_GET_SIZE(bs) != n)) {
         PyErr_Format(PyExc_ValueError,
-                     "%s(): Nesterov momentum requires a momentum and zero "
-                     "dampening",
-                     fn);
-        return NULL;
+                     "%s(): params, grads and momentum_buffers must have "
+                     "the same length, got %zd, %zd and %zd",
+                     fn, n, PySequence_Fast_GET_SIZE(gs),
+                     bs != NULL ? PySequence_Fast_GET_SIZE(bs) : n);
+        goto done;
     }
-    /* the buffer is read only with momentum, as torch keeps none without */
-    if (momentum != 0.0) {
-        if (b_obj == Py_None) {
-            PyErr_Format(PyExc_ValueError,
-                         "%s(): momentum_buffer is required when momentum "
-                         "!= 0 (pass a tensor like param, with "
-                         "first_step=True on the first step)",
-                         fn);
-            return NULL;
-        }
-        if ((buf = state_tensor(fn, "momentum_buffer", b_obj, p)) == NULL) {
-            return NULL;
-        }
+    if (n == 0) {
+        result = Py_NewRef(Py_None);
+        goto done;
     }
-    ampc_sgd_args a = {
-        .lr = (float)lr,
-        .momentum = (float)momentum,
-        .one_minus_dampening = (float)(1.0 - dampening),
-        .weight_decay = (float)weight_decay,
-        .nesterov = nesterov,
-        .maximize = maximize,
-        .first_step = first_step,
-        .grad_scale = grad_scale,
-        .found_inf = found_inf,
-    };
-    if (ampc_cuda_enter(fn, p->device) < 0) {
-        return NULL;
+    if ((e = PyMem_Calloc((size_t)n, sizeof(*e))) == NULL) {
+        PyErr_NoMemory();
+        goto done;
     }
-    AmpcTensorObject *gc = grad_tensor(fn, g_obj, p);
-    if (gc == NULL) {
-        return NULL;
-    }
-    int64_t n = ampc_numel(p);
-    void *bdata = buf != NULL ? buf->data : NULL;
-    if (ampc_is_cuda(p)) {
-        int rc = ampc_cuda.sgd_step(&a, p->dtype, n, p->data, gc->data,
-                                    bdata);
-        if (rc != 0) {
-            Py_DECREF(gc);
-            return ampc_cuda_raise(fn, rc);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *b = bs != NULL ? PySequence_Fast_GET_ITEM(bs, i) : Py_None;
+        if (sgd_entry_check(fn, i, PySequence_Fast_GET_ITEM(ps, i),
+                            PySequence_Fast_GET_ITEM(gs, i), b,
+                            momentum != 0.0, i > 0 ? e[0].param : NULL,
+                            &e[i]) < 0) {
+            goto done;
         }
     }
-    else if (n >= RELEASE_GIL_MIN) {
-        Py_BEGIN_ALLOW_THREADS
-        ampc_cpu.sgd_step(&a, p->dtype, n, p->data, gc->data, bdata);
-        Py_END_ALLOW_THREADS
+    if (scalar_state(fn, "grad_scale", gs_obj, e[0].param,
+                     (float **)&a.grad_scale) < 0 ||
+        scalar_state(fn, "found_inf", fi_obj, e[0].param,
+                     (float **)&a.found_inf) < 0) {
+        goto done;
     }
-    else {
-        ampc_cpu.sgd_step(&a, p->dtype, n, p->data, gc->data, bdata);
-    }
-    if (grad_scale != NULL && write_back_grad(g_obj, gc) < 0) {
-        Py_DECREF(gc);
-        return NULL;
-    }
-    Py_DECREF(gc);
-    p->storage->version++;
-    if (buf != NULL) {
-        buf->storage->version++;
-    }
-    Py_RETURN_NONE;
+    result = sgd_run(fn, &a, e, n);
+done:
+    PyMem_Free(e);
+    Py_XDECREF(ps);
+    Py_XDECREF(gs);
+    Py_XDECREF(bs);
+    return result;
 }
 
 // ----------------------------------------------------------------------------
@@ -375,6 +628,13 @@ PyMethodDef ampc_optim_methods[] = {
      "found_inf=None): one fused in-place torch.optim.SGD step; skipped "
      "entirely when found_inf != 0, the gradient divided by grad_scale "
      "and written back"},
+    {"sgd_foreach_step_", (PyCFunction)(void (*)(void))op_sgd_foreach_step_,
+     METH_VARARGS | METH_KEYWORDS,
+     "sgd_foreach_step_(params, grads, momentum_buffers, lr, momentum, "
+     "dampening, weight_decay, nesterov, maximize, first_step, *, "
+     "grad_scale=None, found_inf=None): sgd_step_ on every parameter of "
+     "the lists (one device, one dtype; momentum_buffers None without "
+     "momentum) in one call, one launch on a GPU"},
     {"adam_step_", (PyCFunction)(void (*)(void))op_adam_step_,
      METH_VARARGS | METH_KEYWORDS,
      "adam_step_(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, step, "

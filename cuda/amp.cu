@@ -16,6 +16,7 @@
 #include "amp_math.h"
 #include "amp_reduce.h"
 #include "common.cuh"
+#include "multi_tensor.cuh"
 
 /* Threads per block of the element-wise passes. */
 #define AMP_THREADS 256
@@ -50,22 +51,11 @@ struct amp_launch {
     int32_t n;
 };
 
-/* The tensor of this launch that owns block b: the last t with
- * first_block[t] <= b (binary search; the same for the whole block). */
+/* The tensor of this launch that owns block b. */
 __device__ __forceinline__ int
 amp_block_tensor(const amp_launch &a, int32_t b)
 {
-    int lo = 0, hi = a.n;               /* first_block[hi] > b */
-    while (hi - lo > 1) {
-        int mid = (lo + hi) / 2;
-        if (a.first_block[mid] <= b) {
-            lo = mid;
-        }
-        else {
-            hi = mid;
-        }
-    }
-    return lo;
+    return mt_block_tensor(a.first_block, a.n, b);
 }
 
 /* Fills `a` with tensors [*next, ...) of l: as many as fit in one launch

@@ -1,6 +1,7 @@
 """``SGD``: stochastic gradient descent with momentum, dampening, weight
 decay, Nesterov momentum and maximize, exactly PyTorch's update, each
-parameter updated by one fused ``_C.sgd_step_`` pass.
+parameter updated by one fused pass (``_C.sgd_foreach_step_``: a whole
+parameter group in one call).
 
 >>> import ampc
 >>> w = ampc.nn.Parameter(ampc.tensor([1.0]))
@@ -53,9 +54,12 @@ class SGD(Optimizer):
     """PyTorch's SGD.  With g the gradient (negated when ``maximize``):
     g += weight_decay * p; with momentum, buf = g on the first step, then
     buf = momentum * buf + (1 - dampening) * g, and g = buf (or
-    g + momentum * buf with ``nesterov``); p -= lr * g.  ampc's step is
-    always one fused pass per parameter; ``foreach`` is accepted for
-    compatibility.
+    g + momentum * buf with ``nesterov``); p -= lr * g.  Each parameter
+    is updated in one fused pass; by default (``foreach=None`` or True)
+    one call updates every parameter of a group that shares a device and
+    a dtype (one kernel launch on a GPU), and ``foreach=False`` calls once
+    per parameter, as torch's for-loop implementation.  The results are
+    the same bits either way.
 
     ``fused=True`` also sets ``_step_supports_amp_scaling``, as torch: a
     GradScaler then hands the step its ``grad_scale`` and ``found_inf``
@@ -126,6 +130,10 @@ class SGD(Optimizer):
             nesterov = bool(group["nesterov"])
             maximize = bool(group["maximize"])
             fused = bool(group["fused"])
+            # torch's foreach=False is the one-parameter-at-a-time loop;
+            # otherwise one call per (device, dtype, first step) batch
+            foreach = group["foreach"] is not False or fused
+            batches = {}
             for p in group["params"]:
                 grad = p.grad
                 if grad is None:
@@ -136,7 +144,7 @@ class SGD(Optimizer):
                     state = self.state[p]
                     buf = state.get("momentum_buffer")
                     if buf is None:
-                        # sgd_step_ sets it to the (decayed) gradient; a
+                        # the step sets it to the (decayed) gradient; a
                         # fused step may be skipped on the device, so its
                         # buffer must hold a value already
                         first = True
@@ -146,13 +154,35 @@ class SGD(Optimizer):
                         else:
                             buf = _C.empty(shape, p.dtype, _dev(p))
                         state["momentum_buffer"] = buf
+                if not foreach:
+                    self._step_one(p, grad, buf, first, fused, lr, momentum,
+                                   dampening, weight_decay, nesterov,
+                                   maximize)
+                    continue
+                key = (p.device_type, p.device_index, p.dtype, first)
+                batch = batches.setdefault(key, ([], [], []))
+                batch[0].append(p)
+                batch[1].append(grad)
+                batch[2].append(buf)
+            for (_, _, _, first), (ps, gs, bs) in batches.items():
                 grad_scale = found_inf = None
                 if fused:
-                    grad_scale, found_inf = _amp_state(self, p)
-                _C.sgd_step_(p, grad, buf, lr, momentum, dampening,
-                             weight_decay, nesterov, maximize, first,
-                             grad_scale=grad_scale, found_inf=found_inf)
+                    grad_scale, found_inf = _amp_state(self, ps[0])
+                _C.sgd_foreach_step_(ps, gs, bs if momentum != 0 else None,
+                                     lr, momentum, dampening, weight_decay,
+                                     nesterov, maximize, first,
+                                     grad_scale=grad_scale,
+                                     found_inf=found_inf)
         return loss
+
+    def _step_one(self, p, grad, buf, first, fused, lr, momentum, dampening,
+                  weight_decay, nesterov, maximize):
+        grad_scale = found_inf = None
+        if fused:
+            grad_scale, found_inf = _amp_state(self, p)
+        _C.sgd_step_(p, grad, buf, lr, momentum, dampening, weight_decay,
+                     nesterov, maximize, first, grad_scale=grad_scale,
+                     found_inf=found_inf)
 
 
 def _dev(t):

@@ -1,0 +1,308 @@
+"""The multi-tensor SGD step, ``_C.sgd_foreach_step_``: a list of
+parameters updated in one call (one kernel launch on a GPU) gives the same
+bits as ``sgd_step_`` on each parameter in turn, for every dtype and
+option, over lists of odd sizes (empty tensors, sizes around the GPU's
+4096-element chunks, more parameters than one launch takes); tensors that
+share memory; the argument checks; and ``optim.SGD``'s batching (one call
+per device and dtype, ``foreach=False`` one call per parameter).
+"""
+import numpy as np
+import pytest
+
+import ampc
+from cuda_helpers import requires_cuda as _requires_cuda
+from helpers import FLOAT_NAMES, from_values, rand_values, to64
+
+C = ampc._C
+
+OPTIONS = [
+    dict(momentum=0.0),
+    dict(momentum=0.0, weight_decay=0.01, maximize=True),
+    dict(momentum=0.9),
+    dict(momentum=0.9, dampening=0.1, weight_decay=0.05),
+    dict(momentum=0.5, nesterov=True, weight_decay=0.01, maximize=True),
+]
+# around the GPU kernel's chunk of 4096 elements, and empty
+SIZES = (0, 1, 7, 33, 4095, 4097, 3 * 4096 + 5)
+
+
+def requires_cuda(fn):
+    return pytest.mark.cuda(_requires_cuda(fn))
+
+
+def ids(options):
+    return ["-".join(f"{k}={v}" for k, v in o.items()) for o in options]
+
+
+def args(o):
+    return (o.get("momentum", 0.0), o.get("dampening", 0.0),
+            o.get("weight_decay", 0.0), o.get("nesterov", False),
+            o.get("maximize", False))
+
+
+def make(sizes, dtype, rng, device="cpu"):
+    """params, momentum buffers and per-step grads as float64 arrays."""
+    ps = [rand_values((n,), dtype, rng) for n in sizes]
+    bs = [np.zeros(n) for n in sizes]
+    gs = [[rand_values((n,), dtype, rng) for n in sizes] for _ in range(3)]
+    return ps, bs, gs
+
+
+def tensors(values, dtype, device="cpu"):
+    out = [from_values(v, dtype) for v in values]
+    return [t.to(device) for t in out] if device != "cpu" else out
+
+
+def exact(a, b, what):
+    x, y = to64(a.cpu()), to64(b.cpu())
+    same = (x == y) | (np.isnan(x) & np.isnan(y))
+    assert same.all(), f"{what}: {(~same).sum()} elements differ"
+
+
+def run_both(sizes, dtype, o, rng, device="cpu", scale=None, found=None):
+    """Three steps of sgd_foreach_step_ on `device` and three of sgd_step_
+    per parameter on the CPU; returns both (params, buffers, grads)."""
+    ps, bs, gs = make(sizes, dtype, rng)
+    lr = 0.05
+    momentum = o.get("momentum", 0.0)
+    multi = [tensors(ps, dtype, device), tensors(bs, dtype, device)]
+    single = [tensors(ps, dtype), tensors(bs, dtype)]
+    last_grads = [None, None]
+    for step, g in enumerate(gs):
+        kw_m, kw_s = {}, {}
+        if scale is not None:
+            kw_m["grad_scale"] = ampc.tensor(scale).to(device)
+            kw_s["grad_scale"] = ampc.tensor(scale)
+        if found is not None:
+            kw_m["found_inf"] = ampc.tensor(found[step]).to(device)
+            kw_s["found_inf"] = ampc.tensor(found[step])
+        gm, gsg = tensors(g, dtype, device), tensors(g, dtype)
+        C.sgd_foreach_step_(multi[0], gm, multi[1] if momentum else None,
+                            lr, *args(o), step == 0, **kw_m)
+        for p, gr, b in zip(single[0], gsg, single[1]):
+            C.sgd_step_(p, gr, b if momentum else None, lr, *args(o),
+                        step == 0, **kw_s)
+        last_grads = [gm, gsg]
+    return multi + [last_grads[0]], single + [last_grads[1]]
+
+
+def assert_same_run(multi, single):
+    for name, ms, ss in zip(("param", "momentum_buffer", "grad"), multi,
+                            single):
+        for i, (m, s) in enumerate(zip(ms, ss)):
+            exact(m, s, f"{name} {i}")
+
+
+# ----------------------------------------------------------------------------
+# the list step equals the per-parameter step
+
+
+@pytest.mark.parametrize("dtype", FLOAT_NAMES)
+@pytest.mark.parametrize("o", OPTIONS, ids=ids(OPTIONS))
+def test_foreach_equals_single(dtype, o):
+    rng = np.random.default_rng(0)
+    assert_same_run(*run_both(SIZES, dtype, o, rng))
+
+
+@pytest.mark.parametrize("dtype", FLOAT_NAMES)
+def test_foreach_grad_scale_and_found_inf(dtype):
+    """the fused-optimizer contract: skipped steps write nothing, the others
+    unscale the grads in place, as the single-tensor step does"""
+    rng = np.random.default_rng(1)
+    o = dict(momentum=0.9, weight_decay=0.01)
+    assert_same_run(*run_both((5, 33, 0, 4097), dtype, o, rng,
+                              scale=1024.0, found=(0.0, 1.0, 0.0)))
+
+
+def test_foreach_empty_list_and_no_momentum_buffers():
+    C.sgd_foreach_step_([], [], None, 0.1, 0.0, 0.0, 0.0, False, False, True)
+    p = from_values(np.ones(3), "float32")
+    C.sgd_foreach_step_([p], [from_values(np.ones(3), "float32")], None, 0.5,
+                        0.0, 0.0, 0.0, False, False, True)
+    exact(p, from_values(np.full(3, 0.5), "float32"), "param")
+
+
+def test_foreach_strided_grad_and_versions():
+    rng = np.random.default_rng(2)
+    g = rand_values((4, 3), "float32", rng)
+    p = from_values(np.zeros((3, 4)), "float32")
+    q = from_values(np.zeros(2), "float32")
+    v = p._version, q._version
+    C.sgd_foreach_step_([p, q], [from_values(g, "float32").t(),
+                                 from_values(np.ones(2), "float32")],
+                        None, 1.0, 0.0, 0.0, 0.0, False, False, True)
+    exact(p, from_values(-g.T, "float32"), "param")
+    assert p._version > v[0] and q._version > v[1]
+
+
+def test_foreach_shared_grad_is_unscaled_once_per_parameter():
+    """two parameters given one grad tensor: as the per-parameter loop,
+    the second step sees the grad the first step unscaled"""
+    def run(step):
+        ps = [from_values(np.zeros(4), "float32") for _ in range(2)]
+        g = from_values(np.full(4, 8.0), "float32")
+        step(ps, g)
+        return ps, g
+
+    scale = ampc.tensor(2.0)
+    multi = run(lambda ps, g: C.sgd_foreach_step_(
+        ps, [g, g], None, 1.0, 0.0, 0.0, 0.0, False, False, True,
+        grad_scale=scale))
+    single = run(lambda ps, g: [C.sgd_step_(
+        p, g, None, 1.0, 0.0, 0.0, 0.0, False, False, True,
+        grad_scale=scale) for p in ps])
+    for a, b in zip(multi[0] + [multi[1]], single[0] + [single[1]]):
+        exact(a, b, "shared grad")
+    exact(multi[1], from_values(np.full(4, 2.0), "float32"), "grad")
+
+
+# ----------------------------------------------------------------------------
+# argument checks
+
+
+def f32(n=3):
+    return from_values(np.zeros(n), "float32")
+
+
+def call(ps, gs, bs=None, lr=0.1, momentum=0.0, nesterov=False, **kw):
+    C.sgd_foreach_step_(ps, gs, bs, lr, momentum, 0.0, 0.0, nesterov, False,
+                        True, **kw)
+
+
+@pytest.mark.parametrize("make_call,exc,match", [
+    (lambda: call([f32(), f32()], [f32()]), ValueError,
+     r"sgd_foreach_step_\(\): params, grads and momentum_buffers must have "
+     r"the same length, got 2, 1 and 2"),
+    (lambda: call([f32()], [f32()], [f32(), f32()], momentum=0.9),
+     ValueError, r"got 1, 1 and 2"),
+    (lambda: call(f32(), [f32()]), TypeError,
+     r"params must be a list or tuple of tensors, not Tensor"),
+    (lambda: call([f32(), from_values(np.zeros(3), "float16")],
+                  [f32(), from_values(np.zeros(3), "float16")]),
+     RuntimeError, r"expected params\[1\] to have dtype float32 \(the "
+     r"params\[0\]'s\), got float16"),
+    (lambda: call([f32(), f32()], [f32(), f32(4)]), RuntimeError,
+     r"grads\[1\]"),
+    (lambda: call([f32()], [f32()], momentum=0.9), ValueError,
+     r"momentum_buffers\[0\] is required when momentum != 0"),
+    (lambda: call([f32()], [f32()], [from_values(np.zeros(3), "bfloat16")],
+                  momentum=0.9), RuntimeError, r"momentum_buffers\[0\]"),
+    (lambda: call([f32(), 3.0], [f32(), f32()]), TypeError, r"params\[1\]"),
+    (lambda: call([f32()], [f32()], lr=-1.0), ValueError,
+     r"Invalid learning rate: -1.0"),
+    (lambda: call([f32()], [f32()], nesterov=True), ValueError,
+     r"Nesterov momentum requires a momentum"),
+    (lambda: call([f32()], [f32()], grad_scale=f32()), RuntimeError,
+     r"expected grad_scale to be a one-element float32 tensor"),
+    (lambda: call([from_values(np.zeros(4), "float32")[::2]], [f32(2)]),
+     RuntimeError, r"params\[0\] must be contiguous"),
+])
+def test_foreach_argument_errors(make_call, exc, match):
+    with pytest.raises(exc, match=match):
+        make_call()
+
+
+def test_foreach_error_leaves_every_parameter_unchanged():
+    """the checks run before any parameter is written"""
+    ps = [from_values(np.ones(3), "float32") for _ in range(2)]
+    with pytest.raises(RuntimeError, match=r"grads\[1\]"):
+        call(ps, [from_values(np.ones(3), "float32"), f32(4)])
+    for p in ps:
+        exact(p, from_values(np.ones(3), "float32"), "param")
+
+
+# ----------------------------------------------------------------------------
+# optim.SGD: one call per (device, dtype) batch of a group
+
+
+def _model_params(dtypes, rng):
+    return [ampc.nn.Parameter(from_values(rand_values((n,), dt, rng), dt))
+            for n, dt in zip((5, 33, 7, 1), dtypes)]
+
+
+def _train(params, foreach, rng_seed=3, **kw):
+    opt = ampc.optim.SGD(params, lr=0.1, momentum=0.9, foreach=foreach, **kw)
+    rng = np.random.default_rng(rng_seed)
+    for _ in range(3):
+        for p in params:
+            p.grad = from_values(rand_values(tuple(p.shape), str(
+                p.dtype).split(".")[-1], rng), str(p.dtype).split(".")[-1])
+        opt.step()
+    return params
+
+
+@pytest.mark.parametrize("fused", [None, True])
+def test_sgd_batches_by_dtype_and_matches_the_loop(monkeypatch, fused):
+    dtypes = ("float32", "float16", "float32", "bfloat16")
+    calls = []
+    real = C.sgd_foreach_step_
+
+    def counting(ps, *a, **k):
+        calls.append([str(p.dtype) for p in ps])
+        return real(ps, *a, **k)
+
+    batched = _model_params(dtypes, np.random.default_rng(4))
+    monkeypatch.setattr(C, "sgd_foreach_step_", counting)
+    _train(batched, None, fused=fused)
+    monkeypatch.undo()
+    # three steps, three dtypes: float32's two parameters go together
+    assert len(calls) == 9
+    assert sorted(map(len, calls[:3])) == [1, 1, 2]
+    looped = _model_params(dtypes, np.random.default_rng(4))
+    _train(looped, False, fused=None if fused is None else True)
+    for a, b in zip(batched, looped):
+        exact(a.detach(), b.detach(), "param")
+
+
+def test_sgd_foreach_false_calls_once_per_parameter(monkeypatch):
+    def refuse(*a, **k):
+        raise AssertionError("foreach=False must not batch")
+
+    monkeypatch.setattr(C, "sgd_foreach_step_", refuse)
+    _train(_model_params(("float32",) * 4, np.random.default_rng(5)), False)
+
+
+# ----------------------------------------------------------------------------
+# on a GPU: one launch per list, the CPU's bits
+
+
+@requires_cuda
+@pytest.mark.parametrize("dtype", FLOAT_NAMES)
+@pytest.mark.parametrize("o", OPTIONS, ids=ids(OPTIONS))
+def test_cuda_foreach_equals_cpu(dtype, o):
+    rng = np.random.default_rng(6)
+    assert_same_run(*run_both(SIZES, dtype, o, rng, device="cuda"))
+
+
+@requires_cuda
+def test_cuda_foreach_many_parameters_and_skip():
+    """300 parameters (three launches of at most 128), a skipped step and
+    a grad_scale"""
+    rng = np.random.default_rng(7)
+    sizes = [int(n) for n in rng.integers(0, 300, size=300)]
+    o = dict(momentum=0.9, nesterov=True)
+    assert_same_run(*run_both(sizes, "float16", o, rng, device="cuda",
+                              scale=512.0, found=(0.0, 1.0, 0.0)))
+
+
+@requires_cuda
+@pytest.mark.parametrize("dtype", FLOAT_NAMES)
+def test_cuda_foreach_misaligned_and_shared_storage(dtype):
+    """parameters that are views at odd offsets of one storage (not 16-byte
+    aligned, and sharing memory: one launch each)"""
+    rng = np.random.default_rng(8)
+    base = rand_values((3 * 4100 + 3,), dtype, rng)
+    g = [rand_values((4099,), dtype, rng) for _ in range(3)]
+    out = []
+    for device in ("cpu", "cuda"):
+        flat = from_values(base, dtype)
+        flat = flat.to(device) if device != "cpu" else flat
+        ps = [flat[1 + 4100 * i: 1 + 4100 * i + 4099] for i in range(3)]
+        bs = [ampc.zeros(4099, dtype=getattr(ampc, dtype), device=device)
+              for _ in range(3)]
+        C.sgd_foreach_step_(ps, tensors(g, dtype, device), bs, 0.1, 0.9,
+                            0.0, 0.0, False, False, True)
+        out.append((flat, bs))
+    exact(out[0][0], out[1][0], "params")
+    for a, b in zip(out[0][1], out[1][1]):
+        exact(a, b, "buffers")
