@@ -112,8 +112,9 @@ class Tensor(_TensorConvert, _TensorOps, _TB):
             t.requires_grad = True
         return t
 
-    def __hash__(self):
-        return id(self)
+    # identity hashing, as torch (a tensor's == is element-wise); the C
+    # slot, not a Python method: optimizers hash every parameter each step
+    __hash__ = object.__hash__
 
     # -- properties ----------------------------------------------------------
 
