@@ -409,13 +409,16 @@ typedef struct {
  * one device and none sharing memory with another: tensor t has numel[t]
  * elements at param[t], grad[t] and state[s][t] for each state tensor s
  * the optimizer keeps (SGD: the momentum buffer; Adam: exp_avg,
- * exp_avg_sq, max_exp_avg_sq); state[s] is NULL where not kept. */
+ * exp_avg_sq, max_exp_avg_sq); state[s] is NULL where not kept.  step:
+ * NULL, or Adam's per-parameter float32 step counters (as
+ * ampc_adam_args.step). */
 typedef struct {
     int64_t n;
     const int64_t *numel;
     void *const *param;
     void *const *grad;
     void *const *state[3];
+    float *const *step;
 } ampc_optim_list;
 
 /* param, grad, momentum_buffer (n) (NULL when momentum == 0), one pass */

@@ -419,18 +419,18 @@ typedef int (*ampc_cuda_mse_bwd_fn)(ampc_dtype dt, int64_t n, int reduction,
                                     const void *grad, ampc_dtype gdt,
                                     void *grad_x);
 
-/* kernels.h ampc_sgd_step_fn / ampc_adam_step_fn on device memory; the
- * args' grad_scale, found_inf and step are device pointers (or NULL), so a
- * step needs no host sync and can be captured in a CUDA graph.  The SGD
- * step updates every parameter of l (state[0]: the momentum buffers, or
- * NULL) in one launch. */
+/* kernels.h ampc_sgd_step_fn / ampc_adam_step_fn on every parameter of
+ * l, in one launch (Adam's step counters: one more before it): SGD's
+ * state[0] is the momentum buffers (or NULL); Adam's state[0..2] are
+ * exp_avg, exp_avg_sq and max_exp_avg_sq (NULL unless amsgrad), and its
+ * counters are l->step (a->step is not read).  The args' grad_scale and
+ * found_inf and the counters are device pointers (or NULL), so a step
+ * needs no host sync and can be captured in a CUDA graph. */
 typedef int (*ampc_cuda_sgd_step_fn)(const ampc_sgd_args *a, ampc_dtype dt,
                                      const ampc_optim_list *l);
 typedef int (*ampc_cuda_adam_step_fn)(const ampc_adam_args *a,
-                                      ampc_dtype dt, int64_t n, void *param,
-                                      void *grad, void *exp_avg,
-                                      void *exp_avg_sq,
-                                      void *max_exp_avg_sq);
+                                      ampc_dtype dt,
+                                      const ampc_optim_list *l);
 
 // ----------------------------------------------------------------------------
 // the table: one slot per line of cuda_ops.def

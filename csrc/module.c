@@ -14,7 +14,8 @@
  *   nn_pool.c           max_pool2d and its backward
  *   nn_loss.c           nll_loss, cross_entropy, mse_loss and their
  *                       backward passes
- *   optim_ops.c         the fused SGD and Adam/AdamW steps
+ *   optim_ops.c         the fused SGD and Adam/AdamW steps (one parameter
+ *                       or a list; optim_batch.c their shared checks)
  *   amp_ops.c           the fused AMP unscale-and-check, scale update and
  *                       gradient norm (clip_grad_norm_)
  *   grad_scaler.c       the GradScaler type and the OptState enum

@@ -1,10 +1,13 @@
-"""The multi-tensor SGD step, ``_C.sgd_foreach_step_``: a list of
-parameters updated in one call (one kernel launch on a GPU) gives the same
-bits as ``sgd_step_`` on each parameter in turn, for every dtype and
-option, over lists of odd sizes (empty tensors, sizes around the GPU's
-4096-element chunks, more parameters than one launch takes); tensors that
-share memory; the argument checks; and ``optim.SGD``'s batching (one call
-per device and dtype, ``foreach=False`` one call per parameter).
+"""The multi-tensor optimizer steps, ``_C.sgd_foreach_step_`` and
+``_C.adam_foreach_step_``: a list of parameters updated in one call (one
+kernel launch on a GPU) gives the same bits as ``sgd_step_`` /
+``adam_step_`` on each parameter in turn, for every dtype and option, over
+lists of odd sizes (empty tensors, sizes around the GPU's 4096-element
+chunks, more parameters than one launch takes), with host step numbers
+and with per-parameter step counters; tensors that share memory; the
+argument checks; and the optimizers' batching (one call per device and
+dtype, and for Adam per step count; ``foreach=False`` one call per
+parameter).
 """
 import numpy as np
 import pytest
@@ -171,10 +174,10 @@ def call(ps, gs, bs=None, lr=0.1, momentum=0.0, nesterov=False, **kw):
 
 @pytest.mark.parametrize("make_call,exc,match", [
     (lambda: call([f32(), f32()], [f32()]), ValueError,
-     r"sgd_foreach_step_\(\): params, grads and momentum_buffers must have "
-     r"the same length, got 2, 1 and 2"),
+     r"sgd_foreach_step_\(\): grads has 1 tensors but params has 2; every "
+     r"list needs one per parameter"),
     (lambda: call([f32()], [f32()], [f32(), f32()], momentum=0.9),
-     ValueError, r"got 1, 1 and 2"),
+     ValueError, r"momentum_buffers has 2 tensors but params has 1"),
     (lambda: call(f32(), [f32()]), TypeError,
      r"params must be a list or tuple of tensors, not Tensor"),
     (lambda: call([f32(), from_values(np.zeros(3), "float16")],
@@ -306,3 +309,185 @@ def test_cuda_foreach_misaligned_and_shared_storage(dtype):
     exact(out[0][0], out[1][0], "params")
     for a, b in zip(out[0][1], out[1][1]):
         exact(a, b, "buffers")
+
+
+# ----------------------------------------------------------------------------
+# Adam and AdamW
+
+ADAM_OPTIONS = [
+    dict(),
+    dict(weight_decay=0.01, decoupled=True),
+    dict(amsgrad=True, maximize=True, weight_decay=0.1),
+    dict(beta1=0.4, beta2=0.5, eps=1e-3),
+]
+
+
+def adam_hyper(o, lr=0.01):
+    return (lr, o.get("beta1", 0.9), o.get("beta2", 0.999),
+            o.get("eps", 1e-8), o.get("weight_decay", 0.0),
+            o.get("amsgrad", False), o.get("maximize", False),
+            o.get("decoupled", False))
+
+
+def adam_run_both(sizes, dtype, o, rng, device="cpu", counters=False,
+                  scale=None, found=None):
+    """Three steps of adam_foreach_step_ on `device` and of adam_step_ per
+    parameter on the CPU: (params, exp_avgs, exp_avg_sqs, maxes, grads,
+    steps) of each."""
+    ps, _, gs = make(sizes, dtype, rng)
+    zeros = [np.zeros(n) for n in sizes]
+    ams = o.get("amsgrad", False)
+
+    def state(dev):
+        return [tensors(ps, dtype, dev)] + \
+            [tensors(zeros, dtype, dev) for _ in range(3)] + \
+            [[ampc.zeros((), device=dev) for _ in sizes]]
+
+    multi, single = state(device), state("cpu")
+    for step, g in enumerate(gs):
+        kw_m, kw_s = {}, {}
+        if scale is not None:
+            kw_m["grad_scale"] = ampc.tensor(scale).to(device)
+            kw_s["grad_scale"] = ampc.tensor(scale)
+        if found is not None:
+            kw_m["found_inf"] = ampc.tensor(found[step]).to(device)
+            kw_s["found_inf"] = ampc.tensor(found[step])
+        gm, gsg = tensors(g, dtype, device), tensors(g, dtype)
+        C.adam_foreach_step_(multi[0], gm, multi[1], multi[2],
+                             multi[3] if ams else None,
+                             multi[4] if counters else step + 1,
+                             *adam_hyper(o), **kw_m)
+        for i, gr in enumerate(gsg):
+            C.adam_step_(single[0][i], gr, single[1][i], single[2][i],
+                         single[3][i] if ams else None,
+                         single[4][i] if counters else step + 1,
+                         *adam_hyper(o), **kw_s)
+        multi_grads, single_grads = gm, gsg
+    return multi + [multi_grads], single + [single_grads]
+
+
+def assert_same_adam(multi, single):
+    names = ("param", "exp_avg", "exp_avg_sq", "max_exp_avg_sq", "step",
+             "grad")
+    for name, ms, ss in zip(names, multi, single):
+        for i, (m, s) in enumerate(zip(ms, ss)):
+            exact(m, s, f"{name} {i}")
+
+
+@pytest.mark.parametrize("dtype", FLOAT_NAMES)
+@pytest.mark.parametrize("o", ADAM_OPTIONS, ids=ids(ADAM_OPTIONS) or None)
+@pytest.mark.parametrize("counters", [False, True])
+def test_adam_foreach_equals_single(dtype, o, counters):
+    rng = np.random.default_rng(10)
+    assert_same_adam(*adam_run_both(SIZES, dtype, o, rng,
+                                    counters=counters))
+
+
+def test_adam_foreach_grad_scale_and_found_inf():
+    rng = np.random.default_rng(11)
+    multi, single = adam_run_both((5, 0, 33), "float32", ADAM_OPTIONS[2],
+                                  rng, counters=True, scale=256.0,
+                                  found=(0.0, 1.0, 0.0))
+    assert_same_adam(multi, single)
+    # the skipped step did not count
+    assert [float(t) for t in multi[4]] == [2.0, 2.0, 2.0]
+
+
+def adam_call(ps, gs, ms=None, vs=None, xs=None, steps=1, amsgrad=False,
+              **kw):
+    ms = ms if ms is not None else [f32() for _ in ps]
+    vs = vs if vs is not None else [f32() for _ in ps]
+    C.adam_foreach_step_(ps, gs, ms, vs, xs, steps, 0.01, 0.9, 0.999, 1e-8,
+                         0.0, amsgrad, False, False, **kw)
+
+
+@pytest.mark.parametrize("make_call,exc,match", [
+    (lambda: adam_call([f32(), f32()], [f32(), f32()], ms=[f32()]),
+     ValueError, r"adam_foreach_step_\(\): exp_avgs has 1 tensors but "
+     r"params has 2"),
+    (lambda: adam_call([f32()], [f32()], steps=[ampc.zeros(()),
+                                                ampc.zeros(())]),
+     ValueError, r"steps has 2 tensors but params has 1"),
+    (lambda: adam_call([f32()], [f32()], steps="1"), TypeError,
+     r"argument 'step' must be a number or a one-element float32 tensor"),
+    (lambda: adam_call([f32()], [f32()], steps=0), ValueError,
+     r"step is the 1-based number of this step and must be >= 1"),
+    (lambda: adam_call([f32()], [f32()], amsgrad=True), ValueError,
+     r"max_exp_avg_sqs\[0\] is required when amsgrad is True"),
+    (lambda: adam_call([f32()], [f32()], steps=[ampc.zeros((), dtype=ampc.
+                                                           float16)]),
+     RuntimeError, r"expected steps\[0\] to be a one-element float32"),
+    (lambda: adam_call([f32(), f32()], [f32(), f32()],
+                       vs=[f32(), from_values(np.zeros(2), "float32")]),
+     RuntimeError, r"exp_avg_sqs\[1\]"),
+])
+def test_adam_foreach_argument_errors(make_call, exc, match):
+    with pytest.raises(exc, match=match):
+        make_call()
+
+
+@pytest.mark.parametrize("cls", ["Adam", "AdamW"])
+def test_adam_batches_by_step_count_and_matches_the_loop(monkeypatch, cls):
+    """a parameter added after the first steps has its own count: it goes
+    in its own call, and the bits equal foreach=False's loop"""
+    rng = np.random.default_rng(12)
+    values = [rand_values((n,), "float32", rng) for n in (5, 33, 7)]
+    grads = [[rand_values((n,), "float32", rng) for n in (5, 33, 7)]
+             for _ in range(4)]
+
+    def train(foreach):
+        ps = [ampc.nn.Parameter(from_values(v, "float32")) for v in values]
+        opt = getattr(ampc.optim, cls)(ps[:2], lr=0.01, foreach=foreach)
+        for k, gs in enumerate(grads):
+            if k == 2:
+                opt.add_param_group({"params": [ps[2]]})
+                opt.param_groups[0]["params"].append(
+                    opt.param_groups.pop()["params"][0])
+            for p, g in zip(ps, gs):
+                p.grad = from_values(g, "float32")
+            opt.step()
+        return ps
+
+    calls = []
+    real = C.adam_foreach_step_
+
+    def counting(ps, *a, **k):
+        calls.append((len(ps), a[4]))
+        return real(ps, *a, **k)
+
+    monkeypatch.setattr(C, "adam_foreach_step_", counting)
+    batched = train(None)
+    monkeypatch.undo()
+    assert calls == [(2, 1), (2, 2), (2, 3), (1, 1), (2, 4), (1, 2)]
+    looped = train(False)
+    for a, b in zip(batched, looped):
+        exact(a.detach(), b.detach(), "param")
+
+
+@requires_cuda
+@pytest.mark.parametrize("dtype", FLOAT_NAMES)
+@pytest.mark.parametrize("o", ADAM_OPTIONS, ids=ids(ADAM_OPTIONS) or None)
+@pytest.mark.parametrize("counters", [False, True])
+def test_cuda_adam_foreach_equals_cpu(dtype, o, counters):
+    rng = np.random.default_rng(13)
+    assert_same_adam(*adam_run_both(SIZES, dtype, o, rng, device="cuda",
+                                    counters=counters))
+
+
+@requires_cuda
+def test_cuda_adam_foreach_many_parameters_skip_and_shared_counter():
+    """300 parameters with counters (three launches), a skipped step; then
+    two parameters sharing one counter: one launch each, so it advances
+    twice, as in the per-parameter loop"""
+    rng = np.random.default_rng(14)
+    sizes = [int(n) for n in rng.integers(0, 300, size=300)]
+    assert_same_adam(*adam_run_both(sizes, "bfloat16", ADAM_OPTIONS[1], rng,
+                                    device="cuda", counters=True,
+                                    scale=64.0, found=(0.0, 1.0, 0.0)))
+    counter = ampc.zeros((), device="cuda")
+    ps = [ampc.ones(5, device="cuda") for _ in range(2)]
+    C.adam_foreach_step_(ps, [ampc.ones(5, device="cuda")] * 2,
+                         [ampc.zeros(5, device="cuda") for _ in range(2)],
+                         [ampc.zeros(5, device="cuda") for _ in range(2)],
+                         None, [counter, counter], *adam_hyper({}))
+    assert float(counter.cpu()) == 2.0

@@ -1,6 +1,7 @@
 """``Adam`` and ``AdamW``: PyTorch's formulas (bias-corrected moments, eps
 added after the square root, L2 or decoupled weight decay, amsgrad,
-maximize), each parameter updated by one fused ``_C.adam_step_`` pass.
+maximize), each parameter updated by one fused pass
+(``_C.adam_foreach_step_``: a whole parameter group in one call).
 
 >>> import ampc
 >>> w = ampc.nn.Parameter(ampc.tensor([1.0]))
@@ -23,7 +24,11 @@ class Adam(Optimizer):
     g += weight_decay * p (or p *= 1 - lr * weight_decay when
     ``decoupled_weight_decay``, as AdamW); m = b1 m + (1 - b1) g;
     v = b2 v + (1 - b2) g^2; v_max = max(v_max, v) with ``amsgrad``;
-    p -= lr / (1 - b1^t) * m / (sqrt(v / (1 - b2^t)) + eps).
+    p -= lr / (1 - b1^t) * m / (sqrt(v / (1 - b2^t)) + eps).  By default
+    (``foreach=None`` or True) one call updates every parameter of a group
+    that shares a device, a dtype and a step count (one kernel launch on a
+    GPU); ``foreach=False`` calls once per parameter, as torch's for-loop
+    implementation, with the same bits.
 
     ``fused=True`` sets ``_step_supports_amp_scaling``, as torch: a
     GradScaler hands the step ``grad_scale`` and ``found_inf`` tensors, the
@@ -106,6 +111,15 @@ class Adam(Optimizer):
             decoupled = bool(group["decoupled_weight_decay"])
             fused = bool(group["fused"])
             capturable = bool(group["capturable"])
+            # the kernel advances a counter on the param's device
+            on_device = fused or capturable
+            # torch's foreach=False is the one-parameter-at-a-time loop;
+            # otherwise one call per batch of a device, a dtype and (with
+            # host counters) a step number
+            foreach = group["foreach"] is not False or fused
+            hyper = (lr, beta1, beta2, eps, weight_decay, amsgrad, maximize,
+                     decoupled)
+            batches = {}
             for p in group["params"]:
                 grad = p.grad
                 if grad is None:
@@ -114,43 +128,63 @@ class Adam(Optimizer):
                     raise RuntimeError(
                         "If capturable=True, params and state_steps must be "
                         "on supported devices: ['cuda'].")
-                # the kernel advances a counter on the param's device
-                on_device = fused or capturable
-                state = self.state[p]
-                if not state:
-                    shape, dev = tuple(p.shape), _dev(p)
-                    state["step"] = _C.full((), 0.0, _C.float32,
-                                            dev if on_device else "cpu")
-                    state["exp_avg"] = _C.full(shape, 0, p.dtype, dev)
-                    state["exp_avg_sq"] = _C.full(shape, 0, p.dtype, dev)
-                    if amsgrad:
-                        state["max_exp_avg_sq"] = _C.full(shape, 0,
-                                                          p.dtype, dev)
+                state = self._param_state(p, amsgrad, on_device)
                 step_t = state["step"]
-                max_sq = state.get("max_exp_avg_sq") if amsgrad else None
-                if amsgrad and max_sq is None:
-                    # amsgrad switched on after the first steps
-                    max_sq = _C.full(tuple(p.shape), 0, p.dtype, _dev(p))
-                    state["max_exp_avg_sq"] = max_sq
-                grad_scale = found_inf = None
-                if fused:
-                    grad_scale, found_inf = _amp_state(self, p)
                 if on_device:
-                    if (step_t.device_type != p.device_type
-                            or step_t.device_index != p.device_index
-                            or step_t.dtype is not _C.float32):
-                        # e.g. a state dict saved without fused
-                        step_t = step_t._to(_dev(p), _C.float32, True)
-                        state["step"] = step_t
                     step = step_t
                 else:
                     _C.binary("add", step_t, 1, step_t)
                     step = int(step_t.item())
-                _C.adam_step_(p, grad, state["exp_avg"], state["exp_avg_sq"],
-                              max_sq, step, lr, beta1, beta2, eps,
-                              weight_decay, amsgrad, maximize, decoupled,
-                              grad_scale=grad_scale, found_inf=found_inf)
+                tensors = (p, grad, state["exp_avg"], state["exp_avg_sq"],
+                           state.get("max_exp_avg_sq") if amsgrad else None,
+                           step)
+                if not foreach:
+                    grad_scale = found_inf = None
+                    if fused:
+                        grad_scale, found_inf = _amp_state(self, p)
+                    _C.adam_step_(*tensors, *hyper, grad_scale=grad_scale,
+                                  found_inf=found_inf)
+                    continue
+                key = (p.device_type, p.device_index, p.dtype,
+                       None if on_device else step)
+                batch = batches.get(key)
+                if batch is None:
+                    batch = batches[key] = tuple([] for _ in tensors)
+                for lst, t in zip(batch, tensors):
+                    lst.append(t)
+            for lists in batches.values():
+                grad_scale = found_inf = None
+                if fused:
+                    grad_scale, found_inf = _amp_state(self, lists[0][0])
+                steps = lists[5] if on_device else lists[5][0]
+                _C.adam_foreach_step_(
+                    *lists[:4], lists[4] if amsgrad else None, steps, *hyper,
+                    grad_scale=grad_scale, found_inf=found_inf)
         return loss
+
+    def _param_state(self, p, amsgrad, on_device):
+        """p's state, created on its first step; a step counter moved to
+        p's device in float32 where the kernel advances it (e.g. from a
+        state dict saved without fused)."""
+        state = self.state[p]
+        if not state:
+            shape, dev = tuple(p.shape), _dev(p)
+            state["step"] = _C.full((), 0.0, _C.float32,
+                                    dev if on_device else "cpu")
+            state["exp_avg"] = _C.full(shape, 0, p.dtype, dev)
+            state["exp_avg_sq"] = _C.full(shape, 0, p.dtype, dev)
+            if amsgrad:
+                state["max_exp_avg_sq"] = _C.full(shape, 0, p.dtype, dev)
+        if amsgrad and state.get("max_exp_avg_sq") is None:
+            # amsgrad switched on after the first steps
+            state["max_exp_avg_sq"] = _C.full(tuple(p.shape), 0, p.dtype,
+                                              _dev(p))
+        step_t = state["step"]
+        if on_device and (step_t.device_type != p.device_type
+                          or step_t.device_index != p.device_index
+                          or step_t.dtype is not _C.float32):
+            state["step"] = step_t._to(_dev(p), _C.float32, True)
+        return state
 
 
 class AdamW(Adam):

@@ -1,0 +1,305 @@
+/* optim_batch.c - the argument checks and the parameter batches that the
+ * optimizer ops of optim_ops.c share (optim_batch.h).
+ */
+#include "optim_batch.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "ops.h"
+
+// ----------------------------------------------------------------------------
+// argument checks
+
+const char *
+ampc_optim_arg_name(char *buf, size_t size, const char *single,
+                    const char *list, Py_ssize_t i)
+{
+    if (i < 0) {
+        return single;
+    }
+    /* written by hand: snprintf, three names per parameter, cost most of
+     * a small model's step */
+    char digits[24];
+    int nd = 0;
+    do {
+        digits[nd++] = (char)('0' + i % 10);
+        i /= 10;
+    } while (i > 0);
+    size_t len = strlen(list);
+    if (len + (size_t)nd + 3 > size) {
+        return list;
+    }
+    memcpy(buf, list, len);
+    buf[len++] = '[';
+    while (nd > 0) {
+        buf[len++] = digits[--nd];
+    }
+    buf[len++] = ']';
+    buf[len] = '\0';
+    return buf;
+}
+
+AmpcTensorObject *
+ampc_optim_state_arg(const char *fn, const char *arg, PyObject *obj,
+                     AmpcTensorObject *param)
+{
+    AmpcTensorObject *t = ampc_arg_tensor(fn, arg, obj);
+    if (t == NULL || ampc_arg_float(fn, arg, t) < 0 ||
+        (param != NULL &&
+         (ampc_check_same_device(param, t) < 0 ||
+          ampc_arg_dtype(fn, arg, t, param->dtype, "param") < 0 ||
+          ampc_arg_shape(fn, arg, t, param->ndim, param->shape, "param") <
+              0))) {
+        return NULL;
+    }
+    if (!ampc_is_contiguous(t)) {
+        PyErr_Format(PyExc_RuntimeError,
+                     "%s(): %s must be contiguous (it is updated in place)",
+                     fn, arg);
+        return NULL;
+    }
+    return t;
+}
+
+int
+ampc_optim_scalar_arg(const char *fn, const char *arg, PyObject *obj,
+                      AmpcTensorObject *param, float **ptr)
+{
+    *ptr = NULL;
+    if (obj == Py_None) {
+        return 0;
+    }
+    AmpcTensorObject *t = ampc_arg_tensor(fn, arg, obj);
+    if (t == NULL) {
+        return -1;
+    }
+    if (t->dtype != AMPC_FLOAT32 || ampc_numel(t) != 1) {
+        char buf[256];
+        ampc_format_shape(buf, sizeof(buf), t->ndim, t->shape);
+        PyErr_Format(PyExc_RuntimeError,
+                     "%s(): expected %s to be a one-element float32 tensor, "
+                     "got %s of shape %s",
+                     fn, arg, ampc_dtype_name(t->dtype), buf);
+        return -1;
+    }
+    if (ampc_check_same_device(param, t) < 0) {
+        return -1;
+    }
+    *ptr = (float *)t->data;
+    return 0;
+}
+
+int
+ampc_optim_entry_check(const char *fn, Py_ssize_t i, PyObject *p_obj,
+                       PyObject *g_obj, AmpcTensorObject *p0,
+                       ampc_optim_entry *e)
+{
+    char pn[48], gn[48];
+    const char *pname = ampc_optim_arg_name(pn, sizeof(pn), "param",
+                                            "params", i);
+    const char *gname = ampc_optim_arg_name(gn, sizeof(gn), "grad", "grads",
+                                            i);
+    AmpcTensorObject *p = ampc_optim_state_arg(fn, pname, p_obj, NULL);
+    if (p == NULL ||
+        (p0 != NULL && (ampc_check_same_device(p0, p) < 0 ||
+                        ampc_arg_dtype(fn, pname, p, p0->dtype,
+                                       "params[0]") < 0))) {
+        return -1;
+    }
+    AmpcTensorObject *g = ampc_arg_tensor(fn, gname, g_obj);
+    if (g == NULL || ampc_check_same_device(p, g) < 0 ||
+        ampc_arg_dtype(fn, gname, g, p->dtype, pname) < 0 ||
+        ampc_arg_shape(fn, gname, g, p->ndim, p->shape, pname) < 0) {
+        return -1;
+    }
+    memset(e, 0, sizeof(*e));
+    e->param = p;
+    e->grad_obj = g_obj;
+    return 0;
+}
+
+PyObject *
+ampc_optim_sequence(const char *fn, const char *arg, PyObject *obj)
+{
+    if (!PyList_Check(obj) && !PyTuple_Check(obj)) {
+        PyErr_Format(PyExc_TypeError,
+                     "%s(): %s must be a list or tuple of tensors, not "
+                     "%.100s",
+                     fn, arg, Py_TYPE(obj)->tp_name);
+        return NULL;
+    }
+    return PySequence_Fast(obj, "");
+}
+
+int
+ampc_optim_check_range(const char *what, double v, double lo, double hi,
+                       int hi_open)
+{
+    if (!(v >= lo && (hi_open ? v < hi : v <= hi))) {
+        PyObject *num = PyFloat_FromDouble(v);
+        if (num != NULL) {
+            PyErr_Format(PyExc_ValueError, "Invalid %s: %R", what, num);
+            Py_DECREF(num);
+        }
+        return -1;
+    }
+    return 0;
+}
+
+// ----------------------------------------------------------------------------
+// batches
+
+/* Tensors per parameter in the memory check: param, grad, the states and
+ * the step counter. */
+#define PER_ENTRY (2 + AMPC_OPTIM_STATES + 1)
+
+static int
+cmp_pair(const void *x, const void *y)
+{
+    const uintptr_t *a = x, *b = y;
+    return a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0;
+}
+
+/* 1 when a tensor of one parameter shares storage with a tensor of
+ * another: the (storage, parameter) pairs sorted by storage. */
+static int
+parameters_share_memory(const ampc_optim_batch *b)
+{
+    uintptr_t *pairs = PyMem_Calloc((size_t)(b->n * PER_ENTRY),
+                                    2 * sizeof(uintptr_t));
+    if (pairs == NULL) {
+        return 1;               /* the safe answer: one at a time */
+    }
+    Py_ssize_t k = 0;
+    for (Py_ssize_t i = 0; i < b->n; i++) {
+        const ampc_optim_entry *e = &b->e[i];
+        AmpcTensorObject *ts[PER_ENTRY] = {e->param, b->grad[i], e->state[0],
+                                           e->state[1], e->state[2],
+                                           e->step};
+        for (int j = 0; j < PER_ENTRY; j++) {
+            if (ts[j] != NULL) {
+                pairs[2 * k] = (uintptr_t)ts[j]->storage;
+                pairs[2 * k + 1] = (uintptr_t)i;
+                k++;
+            }
+        }
+    }
+    qsort(pairs, (size_t)k, 2 * sizeof(uintptr_t), cmp_pair);
+    /* within a run of one storage, some neighbours differ in parameter
+     * when more than one parameter is in it */
+    int shared = 0;
+    for (Py_ssize_t i = 1; i < k && !shared; i++) {
+        shared = pairs[2 * i] == pairs[2 * i - 2] &&
+                 pairs[2 * i + 1] != pairs[2 * i - 1];
+    }
+    PyMem_Free(pairs);
+    return shared;
+}
+
+int
+ampc_optim_batch_init(const char *fn, ampc_optim_batch *b,
+                      ampc_optim_entry *e, Py_ssize_t n)
+{
+    memset(b, 0, sizeof(*b));
+    if (ampc_cuda_enter(fn, e[0].param->device) < 0) {
+        return -1;
+    }
+    b->n = n;
+    b->e = e;
+    b->grad = PyMem_Calloc((size_t)n, sizeof(*b->grad));
+    b->ptr = PyMem_Calloc((size_t)n * (2 + AMPC_OPTIM_STATES),
+                          sizeof(void *));
+    b->numel = PyMem_Calloc((size_t)n, sizeof(int64_t));
+    if (e[0].step != NULL) {
+        b->step = PyMem_Calloc((size_t)n, sizeof(float *));
+    }
+    if (b->grad == NULL || b->ptr == NULL || b->numel == NULL ||
+        (e[0].step != NULL && b->step == NULL)) {
+        ampc_optim_batch_free(b);
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        AmpcTensorObject *g = ampc_contiguous(AMPC_TENSOR(e[i].grad_obj));
+        if (g == NULL) {
+            ampc_optim_batch_free(b);
+            return -1;
+        }
+        b->grad[i] = g;
+        b->ptr[i] = e[i].param->data;
+        b->ptr[n + i] = g->data;
+        for (int s = 0; s < AMPC_OPTIM_STATES; s++) {
+            AmpcTensorObject *t = e[i].state[s];
+            b->ptr[(2 + s) * n + i] = t != NULL ? t->data : NULL;
+        }
+        if (b->step != NULL) {
+            b->step[i] = (float *)e[i].step->data;
+        }
+        b->numel[i] = ampc_numel(e[i].param);
+        b->total += b->numel[i];
+    }
+    /* the CPU steps one parameter after another anyway */
+    b->shared = n > 1 && ampc_is_cuda(e[0].param) &&
+                parameters_share_memory(b);
+    return 0;
+}
+
+ampc_optim_list
+ampc_optim_batch_list(const ampc_optim_batch *b, Py_ssize_t i,
+                      Py_ssize_t count)
+{
+    ampc_optim_list l = {count, b->numel + i, b->ptr + i, b->ptr + b->n + i,
+                         {NULL, NULL, NULL}, NULL};
+    for (int s = 0; s < AMPC_OPTIM_STATES; s++) {
+        /* a state is kept for every parameter of a call or for none */
+        if (b->e[0].state[s] != NULL) {
+            l.state[s] = b->ptr + (2 + s) * b->n + i;
+        }
+    }
+    if (b->step != NULL) {
+        l.step = b->step + i;
+    }
+    return l;
+}
+
+int
+ampc_optim_batch_finish(ampc_optim_batch *b, int unscaled)
+{
+    for (Py_ssize_t i = 0; i < b->n; i++) {
+        ampc_optim_entry *e = &b->e[i];
+        AmpcTensorObject *g = AMPC_TENSOR(e->grad_obj);
+        if (unscaled) {
+            /* NOTE: on CUDA the copy is queued after the kernel */
+            if (b->grad[i] != g && ampc_copy_into(g, b->grad[i]) < 0) {
+                return -1;
+            }
+            g->storage->version++;
+        }
+        e->param->storage->version++;
+        for (int s = 0; s < AMPC_OPTIM_STATES; s++) {
+            if (e->state[s] != NULL) {
+                e->state[s]->storage->version++;
+            }
+        }
+        if (e->step != NULL) {
+            e->step->storage->version++;
+        }
+    }
+    return 0;
+}
+
+void
+ampc_optim_batch_free(ampc_optim_batch *b)
+{
+    if (b->grad != NULL) {
+        for (Py_ssize_t i = 0; i < b->n; i++) {
+            Py_XDECREF(b->grad[i]);
+        }
+    }
+    PyMem_Free(b->grad);
+    PyMem_Free(b->ptr);
+    PyMem_Free(b->numel);
+    PyMem_Free(b->step);
+    memset(b, 0, sizeof(*b));
+}
