@@ -305,10 +305,17 @@ typedef void (*ampc_relu_bwd_fn)(ampc_dtype dt, int64_t n,
                                  void *grad_in);
 
 /* max_pool2d over planes = N * C planes of H x W; the window is KH x KW
- * with stride, implicit -inf padding and dilation; output OH x OW. */
+ * with stride, implicit -inf padding and dilation; output OH x OW.
+ * relu_masked folds the backward of a ReLU before the pooling into the
+ * indices: the forward stores -1 - idx for an output <= 0 (its window held
+ * no positive value, so relu's backward passes nothing there; a NaN is not
+ * <= 0), and the backward adds nothing for such an index.  The ReLU's
+ * output then need not be kept for backward.  Exact when no window is
+ * empty (no ceil_mode window wholly in the padding). */
 typedef struct {
     int64_t planes, h, w, oh, ow;
     int64_t kh, kw, sh, sw, ph, pw, dh, dw;
+    int relu_masked;
 } ampc_pool2d_shape;
 
 /* x (planes, H, W) -> y (planes, OH, OW) and idx (planes, OH, OW), the flat
@@ -319,7 +326,8 @@ typedef void (*ampc_max_pool2d_fwd_fn)(const ampc_pool2d_shape *s,
                                        int64_t *idx);
 /* grad_out (planes, OH, OW), idx -> grad_in (planes, H, W), overwritten
  * with the gradients summed at their indices (float32 sums); an index
- * outside [0, H*W) is skipped.  Reads only planes, h, w, oh, ow of s.
+ * outside [0, H*W) is skipped (unless it is a relu_masked one).  Reads
+ * only planes, h, w, oh, ow and relu_masked of s.
  * Returns an ampc_nn_status. */
 typedef int (*ampc_max_pool2d_bwd_fn)(const ampc_pool2d_shape *s,
                                       ampc_dtype dt, const void *grad_out,

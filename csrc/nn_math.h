@@ -63,6 +63,23 @@ ampc_pool_first(int64_t start, int64_t step)
     return start >= 0 ? start : start + ((-start + step - 1) / step) * step;
 }
 
+/* The index max_pool2d stores with a folded ReLU (kernels.h
+ * ampc_pool2d_shape.relu_masked): -1 - idx when the window's max v is <= 0
+ * (relu's backward passes nothing there; a NaN is not <= 0), else idx. */
+AMPC_HOST_DEVICE int64_t
+ampc_pool_masked_index(int64_t idx, float v, int relu_masked)
+{
+    return (relu_masked & (v <= 0.0f)) ? -1 - idx : idx;
+}
+
+/* Whether `at`, outside [0, hw), is such a masked index (the backward adds
+ * nothing for it) rather than a bad one. */
+AMPC_HOST_DEVICE int
+ampc_pool_masked_ok(int64_t at, int64_t hw, int relu_masked)
+{
+    return relu_masked && at < 0 && -1 - at < hw;
+}
+
 // ----------------------------------------------------------------------------
 // relu backward, on the bits
 

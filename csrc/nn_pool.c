@@ -70,15 +70,15 @@ static PyObject *
 op_max_pool2d(PyObject *module, PyObject *args, PyObject *kwds)
 {
     static char *kwlist[] = {"input", "kernel_size", "stride", "padding",
-                             "dilation", "ceil_mode", NULL};
+                             "dilation", "ceil_mode", "relu_masked", NULL};
     static const char *fn = "max_pool2d";
     PyObject *x_obj, *k_obj, *s_obj = Py_None, *p_obj = NULL, *d_obj = NULL;
-    int ceil_mode = 0;
+    int ceil_mode = 0, relu_masked = 0;
     int64_t k[2], st[2], pad[2] = {0, 0}, dil[2] = {1, 1};
     AmpcTensorObject *x;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OO|OOOp:max_pool2d", kwlist,
-                                     &x_obj, &k_obj, &s_obj, &p_obj, &d_obj,
-                                     &ceil_mode) ||
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OO|OOOp$p:max_pool2d",
+                                     kwlist, &x_obj, &k_obj, &s_obj, &p_obj,
+                                     &d_obj, &ceil_mode, &relu_masked) ||
         (x = ampc_arg_tensor(fn, "input", x_obj)) == NULL ||
         ampc_arg_float(fn, "input", x) < 0 ||
         ampc_nn_cuda_prologue(fn, 1, &x) < 0 ||
@@ -138,7 +138,8 @@ op_max_pool2d(PyObject *module, PyObject *args, PyObject *kwds)
     ampc_pool2d_shape s = {
         .h = x->shape[nd - 2], .w = x->shape[nd - 1],
         .kh = k[0], .kw = k[1], .sh = st[0], .sw = st[1],
-        .ph = pad[0], .pw = pad[1], .dh = dil[0], .dw = dil[1]};
+        .ph = pad[0], .pw = pad[1], .dh = dil[0], .dw = dil[1],
+        .relu_masked = relu_masked};
     s.oh = pool_out_size(s.h, s.kh, s.ph, s.sh, s.dh, ceil_mode);
     s.ow = pool_out_size(s.w, s.kw, s.pw, s.sw, s.dw, ceil_mode);
     int64_t c = x->shape[nd - 3];
@@ -272,17 +273,18 @@ op_max_pool2d_backward(PyObject *module, PyObject *args, PyObject *kwds)
 {
     static char *kwlist[] = {"grad_output", "indices", "input_shape",
                              "kernel_size", "stride", "padding", "dilation",
-                             NULL};
+                             "relu_masked", NULL};
     static const char *fn = "max_pool2d_backward";
     PyObject *g_obj, *i_obj, *shape_obj;
     PyObject *k_obj = Py_None, *s_obj = Py_None, *p_obj = Py_None;
     PyObject *d_obj = Py_None;
     AmpcTensorObject *g, *ix;
     int64_t in_shape[4];
+    int relu_masked = 0;
     if (!PyArg_ParseTupleAndKeywords(args, kwds,
-                                     "OOO|OOOO:max_pool2d_backward", kwlist,
+                                     "OOO|OOOO$p:max_pool2d_backward", kwlist,
                                      &g_obj, &i_obj, &shape_obj, &k_obj,
-                                     &s_obj, &p_obj, &d_obj) ||
+                                     &s_obj, &p_obj, &d_obj, &relu_masked) ||
         (g = ampc_arg_tensor(fn, "grad_output", g_obj)) == NULL ||
         (ix = ampc_arg_tensor(fn, "indices", i_obj)) == NULL ||
         ampc_arg_float(fn, "grad_output", g) < 0 ||
@@ -322,7 +324,8 @@ op_max_pool2d_backward(PyObject *module, PyObject *args, PyObject *kwds)
         return NULL;
     }
     ampc_pool2d_shape s = {.h = in_shape[nd - 2], .w = in_shape[nd - 1],
-                           .oh = g->shape[nd - 2], .ow = g->shape[nd - 1]};
+                           .oh = g->shape[nd - 2], .ow = g->shape[nd - 1],
+                           .relu_masked = relu_masked};
     s.planes = nd == 4 ? g->shape[0] * g->shape[1] : g->shape[0];
     if (parse_pool_geometry(fn, k_obj, s_obj, p_obj, d_obj, &s) < 0) {
         return NULL;
@@ -381,8 +384,13 @@ done:
 PyMethodDef ampc_nn_pool_methods[] = {
     {"max_pool2d", KW(op_max_pool2d),
      "max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, "
-     "ceil_mode=False) -> (output, indices)"},
+     "ceil_mode=False, *, relu_masked=False) -> (output, indices); "
+     "relu_masked: an output <= 0 gets index -1 - idx, which "
+     "max_pool2d_backward(relu_masked=True) skips: the backward of "
+     "max_pool2d(relu(x)) without relu's output"},
     {"max_pool2d_backward", KW(op_max_pool2d_backward),
-     "max_pool2d_backward(grad_output, indices, input_shape) -> grad_input"},
+     "max_pool2d_backward(grad_output, indices, input_shape, kernel_size="
+     "None, stride=None, padding=None, dilation=None, *, relu_masked=False)"
+     " -> grad_input"},
     {NULL},
 };

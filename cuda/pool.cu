@@ -2,7 +2,9 @@
  * torch's window rule per output (nn_math.h ampc_pool_takes: a NaN wins, a
  * tie keeps the first max); the backward is a gather without atomics, each
  * input element summing, in output order, the gradients whose index points
- * at it: deterministic, and the CPU's bits in float32.
+ * at it: deterministic, and the CPU's bits in float32.  A folded ReLU's
+ * masked index (-1 - idx, kernels.h) points at no element, so the gather
+ * skips it.
  */
 #include "nn_common.cuh"
 
@@ -42,19 +44,21 @@ max_pool2d_fwd_kernel(ampc_pool2d_shape s, const nn_t<DT> *x, nn_t<DT> *y,
             }
         }
         y[o] = nn_store<DT>(best);
-        idx[o] = best_i;
+        idx[o] = ampc_pool_masked_index(best_i, best, s.relu_masked);
     }
 }
 
-/* Reports the first index outside [0, H*W) that this thread sees among
- * idx (planes * OH * OW): the gather below would silently skip it. */
+/* Reports the first index outside [0, H*W) (and not a relu_masked one)
+ * that this thread sees among idx (planes * OH * OW): the gather below
+ * would silently skip it. */
 __device__ __forceinline__ void
 pool_check_indices(const ampc_pool2d_shape &s, const int64_t *idx,
                    ampc_nn_error *err)
 {
     int64_t hw = s.h * s.w, total = s.planes * s.oh * s.ow;
     for (int64_t o = nn_tid(); o < total; o += nn_nthreads()) {
-        if ((uint64_t)idx[o] >= (uint64_t)hw) {
+        if ((uint64_t)idx[o] >= (uint64_t)hw &&
+            !ampc_pool_masked_ok(idx[o], hw, s.relu_masked)) {
             nn_report(err, idx[o], hw, AMPC_NN_ERR_POOL_INDEX);
             return;
         }
@@ -130,7 +134,7 @@ max_pool2d_bwd_scan_kernel(ampc_pool2d_shape s, const nn_t<DT> *gy,
             if ((uint64_t)at < (uint64_t)hw) {
                 plane[at] += nn_load<DT>(gy[p * ohw + k]);
             }
-            else {
+            else if (!ampc_pool_masked_ok(at, hw, s.relu_masked)) {
                 nn_report(err, at, hw, AMPC_NN_ERR_POOL_INDEX);
             }
         }

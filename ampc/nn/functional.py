@@ -217,6 +217,59 @@ def _conv2d(input, weight, bias, stride, padding, dilation, relu):
     return out.squeeze(0) if unbatched else out
 
 
+class _Conv2dReluMaxPool(Function):
+    """conv2d + ReLU + max_pool2d as one node (``Sequential`` fuses the
+    three): the ReLU runs in the convolution's epilogue and its backward is
+    folded into the pooling's indices (``relu_masked``), so the
+    convolution's output is freed after the pooling instead of being kept
+    for backward.  The result and its gradients are the same bits as the
+    three ops one after the other."""
+
+    node_name = "MaxPool2DWithIndicesBackward0"
+    autocast_op = "conv2d"
+
+    @staticmethod
+    def forward(ctx, x, weight, bias, stride, padding, dilation, pool):
+        out = _C.conv2d(x, weight, bias, stride, padding, dilation, True)
+        y, indices = _C.max_pool2d(out, *pool, relu_masked=True)
+        ctx.conv = (stride, padding, dilation)
+        ctx.pool = pool
+        ctx.out_shape = tuple(out.shape)
+        ctx.save_for_backward(x, weight, indices)
+        return y
+
+    @staticmethod
+    def backward(ctx, g):
+        x, weight, indices = ctx.saved_tensors
+        g = _C.max_pool2d_backward(g, indices, ctx.out_shape, *ctx.pool,
+                                   relu_masked=True)
+        gx, gw, gb = _C.conv2d_backward(g, x, weight, *ctx.conv,
+                                        tuple(ctx.needs_input_grad[:3]))
+        return gx, gw, gb, None, None, None, None
+
+
+def _conv2d_relu_max_pool(input, weight, bias, stride, padding, dilation,
+                          pool):
+    """max_pool2d(relu(conv2d(input))) for Sequential; pool is the
+    pooling's (kernel_size, stride, padding, dilation, ceil_mode), checked
+    pairs, with no window that can be empty (dilation 1, no ceil_mode)."""
+    unbatched = input.ndim == 3
+    if unbatched:
+        input = input.unsqueeze(0)
+    elif input.ndim != 4:
+        raise RuntimeError(
+            "Expected 3D (unbatched) or 4D (batched) input to conv2d, but "
+            f"got input of size: {list(input.shape)}")
+    if _needs_grad(input, weight, bias) or \
+            autocast_listed(_Conv2dReluMaxPool):
+        out = _Conv2dReluMaxPool.apply(input, weight, bias, stride, padding,
+                                       dilation, pool)
+    else:
+        out = _C.max_pool2d(_C.conv2d(input, weight, bias, stride, padding,
+                                      dilation, True), *pool)[0]
+    return out.squeeze(0) if unbatched else out
+
+
 def _conv_padding(fn, padding, weight, stride, dilation):
     """padding as a pair of ints; 'valid' is no padding, 'same' keeps the
     size (stride 1, and an even total padding in each dim)."""

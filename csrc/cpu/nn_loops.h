@@ -206,7 +206,7 @@ typedef struct {
 static AMPC_ALWAYS_INLINE void
 ampc_max_pool2x2_row(const ampc_converters *cv, ampc_dtype dt, int64_t w,
                      int64_t ow, const char *r0, const char *r1, char *y,
-                     int64_t *idx, int64_t base)
+                     int64_t *idx, int64_t base, int relu_masked)
 {
     size_t es = ampc_dtype_size[dt];
     float b0[2 * AMPC_BLOCK], b1[2 * AMPC_BLOCK], v[AMPC_BLOCK];
@@ -237,7 +237,8 @@ ampc_max_pool2x2_row(const ampc_converters *cv, ampc_dtype dt, int64_t w,
         int64_t *ix = idx + j0;
         int64_t at = base + 2 * j0;
         for (int64_t j = 0; j < m; j++) {
-            ix[j] = at + 2 * j + (code[j] & 1) + (code[j] >> 1) * w;
+            int64_t v = at + 2 * j + (code[j] & 1) + (code[j] >> 1) * w;
+            ix[j] = ampc_pool_masked_index(v, out[j], relu_masked);
         }
         ampc_store_block_f32(cv, dt, out, m, y + j0 * (int64_t)es, 1, NULL);
     }
@@ -272,7 +273,7 @@ ampc_max_pool_row_any(ampc_dtype dt, const ampc_pool2d_shape *s,
             }
         }
         ampc_store_f64(dt, y + j * (int64_t)es, best);
-        idx[j] = best_i;
+        idx[j] = ampc_pool_masked_index(best_i, best, s->relu_masked);
     }
 }
 
@@ -301,7 +302,7 @@ ampc_max_pool2d_fwd_range(const ampc_converters *cv, const ampc_pool_ctx *c,
             const char *r0 = x + 2 * i * s->w * (int64_t)es;
             ampc_max_pool2x2_row(cv, c->dt, s->w, s->ow, r0,
                                  r0 + s->w * (int64_t)es, y, idx,
-                                 2 * i * s->w);
+                                 2 * i * s->w, s->relu_masked);
         }
         else if (c->dt == AMPC_FLOAT32) {
             ampc_max_pool_row_any(AMPC_FLOAT32, s, x, i, y, idx);
@@ -362,7 +363,7 @@ ampc_max_pool2d_bwd_range(const ampc_converters *cv, ampc_pool_ctx *c,
                 if ((uint64_t)at < (uint64_t)hw) {
                     plane[at] += gv[k];
                 }
-                else {
+                else if (!ampc_pool_masked_ok(at, hw, s->relu_masked)) {
                     status |= AMPC_NN_BAD_INDEX;
                 }
             }

@@ -30,8 +30,11 @@ class Sequential(Module):
     ``len`` and iteration work as on a list.
 
     A ``Conv2d`` or ``Linear`` directly followed by a ``ReLU`` runs as one
-    fused op (ReLU in the GEMM epilogue); the result and its gradients are
-    exactly those of the two layers run one after the other.
+    fused op (ReLU in the GEMM epilogue), and a ``Conv2d``, ``ReLU``,
+    ``MaxPool2d`` triple (dilation 1, no ``ceil_mode``) as one op whose
+    ReLU backward is folded into the pooling's indices, so that the
+    convolution's output is not kept for backward; the results and their
+    gradients are exactly those of the layers run one after the other.
 
     >>> import ampc
     >>> from ampc import nn
@@ -119,14 +122,23 @@ class Sequential(Module):
         from .activation import ReLU
         from .conv import Conv2d
         from .linear import Linear
+        from .pooling import MaxPool2d
         modules = list(self._modules.values())
         i, n = 0, len(modules)
         while i < n:
             m = modules[i]
             if i + 1 < n and type(modules[i + 1]) is ReLU and \
                     type(m) in (Conv2d, Linear):
-                input = m._forward(input, relu=True)
-                i += 2
+                pool = None
+                if type(m) is Conv2d and i + 2 < n and \
+                        type(modules[i + 2]) is MaxPool2d:
+                    pool = modules[i + 2]._relu_fold()
+                if pool is not None:
+                    input = m._forward(input, pool=pool)
+                    i += 3
+                else:
+                    input = m._forward(input, relu=True)
+                    i += 2
             else:
                 input = m(input)
                 i += 1

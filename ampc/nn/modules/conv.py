@@ -91,11 +91,17 @@ class Conv2d(Module):
                 bound = 1 / math.sqrt(fan_in)
                 init.uniform_(self.bias, -bound, bound)
 
-    def _forward(self, input, relu=False):
+    def _forward(self, input, relu=False, pool=None):
+        """conv2d, with relu: + ReLU, with pool (MaxPool2d._relu_fold's
+        pairs): + ReLU + max_pool2d."""
         if not isinstance(input, _C.TensorBase):
             raise TypeError(
                 f"Conv2d.forward(): expected a Tensor input, but got "
                 f"{type(input).__name__}")
+        if pool is not None:
+            return F._conv2d_relu_max_pool(input, self.weight, self.bias,
+                                           self.stride, self._pad,
+                                           self.dilation, pool)
         return F._conv2d(input, self.weight, self.bias, self.stride,
                          self._pad, self.dilation, relu)
 

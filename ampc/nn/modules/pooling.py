@@ -35,6 +35,17 @@ class MaxPool2d(Module):
                             ceil_mode=self.ceil_mode,
                             return_indices=self.return_indices)
 
+    def _relu_fold(self):
+        """(kernel_size, stride, padding) as pairs when a ReLU before this
+        pooling can have its backward folded into the indices (no window
+        can be empty: dilation 1, no ceil_mode), else None."""
+        if self.return_indices or self.ceil_mode or \
+                F._pair("max_pool2d", "dilation", self.dilation) != (1, 1):
+            return None
+        return tuple(F._pair("max_pool2d", name, v) for name, v in (
+            ("kernel_size", self.kernel_size), ("stride", self.stride),
+            ("padding", self.padding)))
+
     def extra_repr(self):
         return (f"kernel_size={self.kernel_size}, stride={self.stride}, "
                 f"padding={self.padding}, dilation={self.dilation}, "
