@@ -129,7 +129,9 @@ ampc_optim_sequence(const char *fn, const char *arg, PyObject *obj)
                      fn, arg, Py_TYPE(obj)->tp_name);
         return NULL;
     }
-    return PySequence_Fast(obj, "");
+    /* a tuple holds its own references: the kernels may run without the
+     * GIL, while another thread could empty a list */
+    return PySequence_Tuple(obj);
 }
 
 int
@@ -266,15 +268,12 @@ ampc_optim_batch_list(const ampc_optim_batch *b, Py_ssize_t i,
 int
 ampc_optim_batch_finish(ampc_optim_batch *b, int unscaled)
 {
+    /* the versions first: every parameter was written, even when a copy
+     * below fails */
     for (Py_ssize_t i = 0; i < b->n; i++) {
         ampc_optim_entry *e = &b->e[i];
-        AmpcTensorObject *g = AMPC_TENSOR(e->grad_obj);
         if (unscaled) {
-            /* NOTE: on CUDA the copy is queued after the kernel */
-            if (b->grad[i] != g && ampc_copy_into(g, b->grad[i]) < 0) {
-                return -1;
-            }
-            g->storage->version++;
+            AMPC_TENSOR(e->grad_obj)->storage->version++;
         }
         e->param->storage->version++;
         for (int s = 0; s < AMPC_OPTIM_STATES; s++) {
@@ -284,6 +283,13 @@ ampc_optim_batch_finish(ampc_optim_batch *b, int unscaled)
         }
         if (e->step != NULL) {
             e->step->storage->version++;
+        }
+    }
+    for (Py_ssize_t i = 0; unscaled && i < b->n; i++) {
+        /* NOTE: on CUDA the copy is queued after the kernel */
+        AmpcTensorObject *g = AMPC_TENSOR(b->e[i].grad_obj);
+        if (b->grad[i] != g && ampc_copy_into(g, b->grad[i]) < 0) {
+            return -1;
         }
     }
     return 0;

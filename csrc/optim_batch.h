@@ -61,7 +61,7 @@ int ampc_optim_entry_check(const char *fn, Py_ssize_t i, PyObject *p_obj,
                            ampc_optim_entry *e);
 
 /* A list or tuple of the list call (a tensor is refused, though it
- * iterates): a new PySequence_Fast. */
+ * iterates), as a new tuple (PySequence_Fast_GET_ITEM works on it). */
 PyObject *ampc_optim_sequence(const char *fn, const char *arg,
                               PyObject *obj);
 

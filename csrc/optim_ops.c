@@ -501,7 +501,16 @@ op_adam_foreach_step_(PyObject *module, PyObject *args, PyObject *kwds)
         for (int j = 0; j < 5; j++) {
             row[j] = item(seq[j], i);
         }
-        if (adam_entry(fn, i, row, amsgrad, item(seq[5], i),
+        PyObject *step_obj = item(seq[5], i);
+        if (counters && !ampc_tensor_check(step_obj)) {
+            PyErr_Format(PyExc_TypeError,
+                         "%s(): steps[%zd] must be a one-element float32 "
+                         "tensor (steps is a list of counters, one per "
+                         "parameter, or one number), not %.100s",
+                         fn, i, Py_TYPE(step_obj)->tp_name);
+            goto done;
+        }
+        if (adam_entry(fn, i, row, amsgrad, step_obj,
                        i > 0 ? e[0].param : NULL, &e[i]) < 0) {
             goto done;
         }

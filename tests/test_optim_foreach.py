@@ -420,6 +420,11 @@ def adam_call(ps, gs, ms=None, vs=None, xs=None, steps=1, amsgrad=False,
     (lambda: adam_call([f32(), f32()], [f32(), f32()],
                        vs=[f32(), from_values(np.zeros(2), "float32")]),
      RuntimeError, r"exp_avg_sqs\[1\]"),
+    (lambda: adam_call([f32(), f32()], [f32(), f32()],
+                       steps=[ampc.zeros(()), None]),
+     TypeError, r"steps\[1\] must be a one-element float32 tensor"),
+    (lambda: adam_call([f32()], [f32()], steps=[None]),
+     TypeError, r"steps\[0\] must be a one-element float32 tensor"),
 ])
 def test_adam_foreach_argument_errors(make_call, exc, match):
     with pytest.raises(exc, match=match):

@@ -142,6 +142,8 @@ def test_sequential_fusion_equals_the_layers(dtype):
         exact(u, v, "gradient")
     head = _net()[:3](ampc.randn(1, 3, 8, 8, requires_grad=True))
     assert head.grad_fn.name() == "MaxPool2DWithIndicesBackward0"
+    # the fused node (the unfused pool's node has the same name)
+    assert type(head.grad_fn)._function.__name__ == "_Conv2dReluMaxPool"
 
 
 def test_sequential_fusion_frees_the_convolution_output():
@@ -158,6 +160,20 @@ def test_sequential_fusion_frees_the_convolution_output():
         peaks.append(ampc.max_memory_allocated() - base)
     conv_out = 64 * 6 * 13 * 14 * 4
     assert peaks[0] + conv_out <= peaks[1], peaks
+
+
+def test_sequential_fusion_takes_an_empty_stride_as_the_kernel():
+    x = ampc.randn(2, 3, 10, 10)
+    for stride in ((), [], None):
+        net = nn.Sequential(nn.Conv2d(3, 4, 3), nn.ReLU(),
+                            nn.MaxPool2d(2, stride=stride))
+        exact(net(x), F_layers(net, x), "output")
+
+
+def F_layers(net, x):
+    for layer in net:
+        x = layer(x)
+    return x
 
 
 @pytest.mark.parametrize("pool", [
@@ -220,19 +236,23 @@ def test_cuda_masked_pool_equals_cpu(dtype, geo):
 
 
 @requires_cuda
-def test_cuda_sequential_fusion_equals_cpu():
+@pytest.mark.parametrize("dtype", [None, ampc.float16, ampc.bfloat16])
+def test_cuda_sequential_fusion_equals_the_layers(dtype):
+    """on the GPU, fused and layer by layer give the same bits (the same
+    cuDNN algorithms, deterministic ones, run on the same inputs)"""
     rng = np.random.default_rng(6)
     xv = rng.normal(size=(4, 3, 13, 14))
     outs = []
-    for device in ("cpu", "cuda"):
-        net = _net().to(device)
-        x = from_values(xv, "float32").to(device).requires_grad_()
-        out = net(x)
-        out.pow(2).sum().backward()
-        outs.append((out, [p.grad for p in net.parameters()] + [x.grad]))
+    with ampc.backends.cudnn.flags(deterministic=True):
+        for fused in (True, False):
+            net = _net().to("cuda")
+            x = from_values(xv, "float32").to("cuda").requires_grad_()
+            with ampc.autocast("cuda", dtype=dtype or ampc.float16,
+                               enabled=dtype is not None):
+                out = net(x) if fused else F_layers(net, x)
+            out.float().pow(2).sum().backward()
+            outs.append((out, [p.grad for p in net.parameters()] + [x.grad]))
     (a, ga), (b, gb) = outs
-    np.testing.assert_allclose(to64(b.detach().cpu()), to64(a.detach()),
-                               rtol=1e-4, atol=1e-5)
+    exact(a.detach(), b.detach(), "output")
     for u, v in zip(ga, gb):
-        np.testing.assert_allclose(to64(v.cpu()), to64(u), rtol=1e-3,
-                                   atol=1e-4)
+        exact(u, v, "gradient")

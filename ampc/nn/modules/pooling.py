@@ -42,8 +42,12 @@ class MaxPool2d(Module):
         if self.return_indices or self.ceil_mode or \
                 F._pair("max_pool2d", "dilation", self.dilation) != (1, 1):
             return None
+        stride = self.stride
+        if stride is None or (isinstance(stride, (tuple, list))
+                              and len(stride) == 0):
+            stride = self.kernel_size       # as F.max_pool2d
         return tuple(F._pair("max_pool2d", name, v) for name, v in (
-            ("kernel_size", self.kernel_size), ("stride", self.stride),
+            ("kernel_size", self.kernel_size), ("stride", stride),
             ("padding", self.padding)))
 
     def extra_repr(self):
