@@ -354,8 +354,9 @@ typedef int (*ampc_cuda_max_pool2d_fwd_fn)(const ampc_pool2d_shape *s,
  * forward's geometry (s->kh > 0) each input element gathers from the
  * outputs whose window can hold it; without it (s->kh == 0), or when some
  * window holds no element (ceil_mode: its index lies outside it), one
- * thread per plane scans the plane's outputs.  No atomics: deterministic.  An index
- * outside its plane is skipped (and reported: ampc_nn_error). */
+ * thread per plane scans the plane's outputs.  No atomics: deterministic.
+ * An index outside its plane is skipped (and reported: ampc_nn_error),
+ * unless it is a relu_masked one (kernels.h ampc_pool2d_shape). */
 typedef int (*ampc_cuda_max_pool2d_bwd_fn)(const ampc_pool2d_shape *s,
                                            ampc_dtype dt,
                                            const void *grad_out,

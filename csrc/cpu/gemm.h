@@ -97,11 +97,20 @@ extern const ampc_gemm_parts ampc_gemm_parts_ref;
 
 /* C = A B + ... for g (kernels.h), with the level's parts. */
 int ampc_gemm_run(const ampc_gemm_parts *parts, const ampc_gemm_args *g);
-/* The same with B given already packed (float32 panels of parts->nr
- * columns, g->k deep, panel q at b_packed + q*nr*k, as im2col_panels
- * writes them); g's b, rsb and csb are not read.  One product (batch 1). */
-int ampc_gemm_run_packed_b(const ampc_gemm_parts *parts,
-                           const ampc_gemm_args *g, const float *b_packed);
+/* The same with A and/or B given already packed (NULL: packed here):
+ * float32 panels g->k deep, of parts->mr rows of A (panel q at a_packed +
+ * q*mr*k, as ampc_gemm_pack_a writes them) or parts->nr columns of B
+ * (panel q at b_packed + q*nr*k, as im2col_panels writes them); the
+ * packed operand's pointer and strides in g are not read.  One product
+ * (batch 1); the same bits as ampc_gemm_run. */
+int ampc_gemm_run_packed(const ampc_gemm_parts *parts,
+                         const ampc_gemm_args *g, const float *a_packed,
+                         const float *b_packed);
+/* g's whole A packed once, for products that share it (a convolution's
+ * weights, image after image): a new buffer for free(), NULL when memory
+ * is short. */
+float *ampc_gemm_pack_a(const ampc_gemm_parts *parts,
+                        const ampc_gemm_args *g);
 
 /* The thread count a GEMM of this many flops should use: 1 below the size
  * where waking threads costs more than it saves; nthreads 0 means all. */

@@ -1,9 +1,10 @@
 /* nn_loops.h - the bodies of the NN kernels (relu backward, max_pool2d,
  * softmax, dropout's masked scale), written once in portable C as
  * cpu/loops.h writes the element-wise ones; cpu/loss_loops.h (the losses)
- * and cpu/optim_loops.h (the fused optimizer steps) build on it.  Each level calls a body from a range function tagged with its
- * target and passes its converters, so the body is inlined and vectorised
- * for that ISA; ampc_parallel_for (cpu/ref/parallel.c) splits the items (rows,
+ * and cpu/optim_loops.h (the fused optimizer steps) build on it.  Each
+ * level calls a body from a range function tagged with its target and
+ * passes its converters, so the body is inlined and vectorised for that
+ * ISA; ampc_parallel_for (cpu/ref/parallel.c) splits the items (rows,
  * planes, chunks) over threads and calls the range function on pieces.
  *
  * The per-element math (exp, the window and loss rules, the optimizer

@@ -128,11 +128,28 @@ narrow(const ampc_converters *cv, ampc_dtype dt, const float *src, int64_t n,
 // ----------------------------------------------------------------------------
 // forward
 
-/* x (C, H, W) of one image -> y (OC, OH, OW); gemm_threads inside */
+/* The image-independent operand A of a convolution's per-image GEMMs:
+ * the weights (forward, w as OC x K) or their transpose (input gradient,
+ * K x OC), packed once for the batch instead of once per image (a new
+ * buffer for free(); NULL when memory is short). */
+static float *
+pack_weights(const ampc_gemm_parts *P, const ampc_conv2d_shape *s,
+             ampc_dtype dt, const void *w, int transposed)
+{
+    const int64_t k = s->c * s->kh * s->kw;
+    ampc_gemm_args g = {
+        .m = transposed ? k : s->oc, .k = transposed ? s->oc : k, .dt = dt,
+        .a = w, .rsa = transposed ? 1 : k, .csa = transposed ? k : 1,
+    };
+    return ampc_gemm_pack_a(P, &g);
+}
+
+/* x (C, H, W) of one image -> y (OC, OH, OW); wp: w packed
+ * (pack_weights); gemm_threads inside */
 static int
 fwd_image(const ampc_gemm_parts *P, const ampc_conv2d_shape *s,
-          ampc_dtype dt, const char *x, const void *w, const void *bias,
-          int relu, char *y, int gemm_threads)
+          ampc_dtype dt, const char *x, const void *w, const float *wp,
+          const void *bias, int relu, char *y, int gemm_threads)
 {
     const size_t es = ampc_dtype_size[dt];
     const int64_t k = s->c * s->kh * s->kw, ohw = s->oh * s->ow;
@@ -147,7 +164,7 @@ fwd_image(const ampc_gemm_parts *P, const ampc_conv2d_shape *s,
         .relu = relu, .beta = 0, .nthreads = gemm_threads,
     };
     if (is_pointwise(s)) {
-        return ampc_gemm_run(P, &g);
+        return ampc_gemm_run_packed(P, &g, wp, NULL);
     }
     /* col goes straight into the GEMM's packed B panels (one pass over
      * the image instead of im2col and then packing) */
@@ -159,7 +176,7 @@ fwd_image(const ampc_gemm_parts *P, const ampc_conv2d_shape *s,
         return AMPC_LINALG_NOMEM;
     }
     P->im2col_panels(s, dt, xp, P->nr, panels);
-    return ampc_gemm_run_packed_b(P, &g, panels);
+    return ampc_gemm_run_packed(P, &g, wp, panels);
 }
 
 int
@@ -170,29 +187,36 @@ ampc_conv2d_fwd_run(const ampc_gemm_parts *P, const ampc_conv2d_shape *s,
     const size_t es = ampc_dtype_size[dt];
     const int64_t xs = s->c * s->h * s->w, ys = s->oc * s->oh * s->ow;
     int by_image, nt = conv_threads(s, &by_image), err = 0;
+    float *wp = pack_weights(P, s, dt, w, 0);
+    if (wp == NULL) {
+        return AMPC_LINALG_NOMEM;
+    }
     if (by_image) {
 #pragma omp parallel for schedule(static) num_threads(nt) reduction(| : err)
         for (int64_t i = 0; i < s->n; i++) {
-            err |= fwd_image(P, s, dt, (const char *)x + i * xs * es, w,
+            err |= fwd_image(P, s, dt, (const char *)x + i * xs * es, w, wp,
                              bias, relu, (char *)y + i * ys * es, 1);
         }
-        return err;
     }
-    for (int64_t i = 0; i < s->n && err == 0; i++) {
-        err = fwd_image(P, s, dt, (const char *)x + i * xs * es, w, bias,
-                        relu, (char *)y + i * ys * es, nt);
+    else {
+        for (int64_t i = 0; i < s->n && err == 0; i++) {
+            err = fwd_image(P, s, dt, (const char *)x + i * xs * es, w, wp,
+                            bias, relu, (char *)y + i * ys * es, nt);
+        }
     }
+    free(wp);
     return err;
 }
 
 // ----------------------------------------------------------------------------
 // input gradient
 
-/* dy (OC, OH, OW) of one image -> dx (C, H, W) */
+/* dy (OC, OH, OW) of one image -> dx (C, H, W); wtp: w^T packed
+ * (pack_weights) */
 static int
 bwd_input_image(const ampc_gemm_parts *P, const ampc_conv2d_shape *s,
-                ampc_dtype dt, const char *dy, const void *w, char *dx,
-                int gemm_threads)
+                ampc_dtype dt, const char *dy, const void *w, const float *wtp,
+                char *dx, int gemm_threads)
 {
     const int64_t k = s->c * s->kh * s->kw, ohw = s->oh * s->ow;
     const int64_t hp = s->h + 2 * s->ph, wp = s->w + 2 * s->pw;
@@ -208,7 +232,7 @@ bwd_input_image(const ampc_gemm_parts *P, const ampc_conv2d_shape *s,
         .relu = 0, .beta = 0, .nthreads = gemm_threads,
     };
     if (is_pointwise(s)) {
-        return ampc_gemm_run(P, &g);
+        return ampc_gemm_run_packed(P, &g, wtp, NULL);
     }
     /* col2im sums into a padded float32 image (dx itself when that is
      * one), whose inside is then rounded once into dx */
@@ -224,7 +248,7 @@ bwd_input_image(const ampc_gemm_parts *P, const ampc_conv2d_shape *s,
     }
     g.c = dcol;
     g.cdt = AMPC_FLOAT32;
-    int err = ampc_gemm_run(P, &g);
+    int err = ampc_gemm_run_packed(P, &g, wtp, NULL);
     if (err) {
         return err;
     }
@@ -250,18 +274,24 @@ ampc_conv2d_bwd_input_run(const ampc_gemm_parts *P,
     const size_t es = ampc_dtype_size[dt];
     const int64_t xs = s->c * s->h * s->w, ys = s->oc * s->oh * s->ow;
     int by_image, nt = conv_threads(s, &by_image), err = 0;
+    float *wp = pack_weights(P, s, dt, w, 1);
+    if (wp == NULL) {
+        return AMPC_LINALG_NOMEM;
+    }
     if (by_image) {
 #pragma omp parallel for schedule(static) num_threads(nt) reduction(| : err)
         for (int64_t i = 0; i < s->n; i++) {
             err |= bwd_input_image(P, s, dt, (const char *)dy + i * ys * es,
-                                   w, (char *)dx + i * xs * es, 1);
+                                   w, wp, (char *)dx + i * xs * es, 1);
         }
-        return err;
     }
-    for (int64_t i = 0; i < s->n && err == 0; i++) {
-        err = bwd_input_image(P, s, dt, (const char *)dy + i * ys * es, w,
-                              (char *)dx + i * xs * es, nt);
+    else {
+        for (int64_t i = 0; i < s->n && err == 0; i++) {
+            err = bwd_input_image(P, s, dt, (const char *)dy + i * ys * es,
+                                  w, wp, (char *)dx + i * xs * es, nt);
+        }
     }
+    free(wp);
     return err;
 }
 

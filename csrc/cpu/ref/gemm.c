@@ -104,12 +104,13 @@ ampc_gemm_threads(double flops, int nthreads)
 
 /* Rows [m0, m1) x columns [n0, n1) of C on the calling thread: the BLIS
  * loops jc (NC) > pc (KC) > ic (MC) > jr (NR) > ir (MR), with a B panel in
- * L1 across the ir loop and the A block in L2 across the jr loop.  B comes
- * packed by the caller when b_packed is not NULL. */
+ * L1 across the ir loop and the A block in L2 across the jr loop.  A and B
+ * come packed by the caller when a_packed / b_packed are not NULL (whole-K
+ * panels: the kernel reads the same values in the same order). */
 static int
 gemm_block(const ampc_gemm_parts *P, const ampc_gemm_args *g,
-           const float *bias, const float *b_packed, int64_t m0, int64_t m1,
-           int64_t n0, int64_t n1)
+           const float *bias, const float *a_packed, const float *b_packed,
+           int64_t m0, int64_t m1, int64_t n0, int64_t n1)
 {
     const int mr = P->mr, nr = P->nr;
     const int64_t k = g->k;
@@ -123,8 +124,11 @@ gemm_block(const ampc_gemm_parts *P, const ampc_gemm_args *g,
     const int use_buf = !c_is_acc && k > kc_max;
     const int64_t ldab = nc_max;
 
-    float *apack = ampc_gemm_buffer(
-        AMPC_BUF_PACK_A, (size_t)(mc_max * kc_max) * sizeof(float));
+    float *apack = a_packed != NULL
+                       ? NULL
+                       : ampc_gemm_buffer(AMPC_BUF_PACK_A,
+                                          (size_t)(mc_max * kc_max) *
+                                              sizeof(float));
     float *bpack = b_packed != NULL
                        ? NULL
                        : ampc_gemm_buffer(AMPC_BUF_PACK_B,
@@ -134,7 +138,8 @@ gemm_block(const ampc_gemm_parts *P, const ampc_gemm_args *g,
                                   AMPC_BUF_ACC,
                                   (size_t)((m1 - m0) * ldab) * sizeof(float))
                             : NULL;
-    if (apack == NULL || (bpack == NULL && b_packed == NULL) ||
+    if ((apack == NULL && a_packed == NULL) ||
+        (bpack == NULL && b_packed == NULL) ||
         (use_buf && accbuf == NULL)) {
         return AMPC_LINALG_NOMEM;
     }
@@ -152,9 +157,12 @@ gemm_block(const ampc_gemm_parts *P, const ampc_gemm_args *g,
             }
             for (int64_t ic = m0; ic < m1; ic += mc_max) {
                 int64_t mc = min64(mc_max, m1 - ic);
-                P->pack(g->dt,
-                        (const char *)g->a + (ic * g->rsa + pc * g->csa) * es,
-                        g->rsa, g->csa, mc, kc, mr, apack);
+                if (a_packed == NULL) {
+                    P->pack(g->dt,
+                            (const char *)g->a +
+                                (ic * g->rsa + pc * g->csa) * es,
+                            g->rsa, g->csa, mc, kc, mr, apack);
+                }
                 for (int64_t jr = 0; jr < nc; jr += nr) {
                     for (int64_t ir = 0; ir < mc; ir += mr) {
                         int64_t i = ic + ir, j = jc + jr;
@@ -188,7 +196,11 @@ gemm_block(const ampc_gemm_parts *P, const ampc_gemm_args *g,
                             b_packed != NULL
                                 ? b_packed + (jc + jr) * k + pc * nr
                                 : bpack + jr * kc;
-                        P->kernel(kc, apack + ir * kc, bp, &t);
+                        const float *ap =
+                            a_packed != NULL
+                                ? a_packed + (ic + ir) * k + pc * mr
+                                : apack + ir * kc;
+                        P->kernel(kc, ap, bp, &t);
                     }
                 }
             }
@@ -230,11 +242,11 @@ split_grid(const ampc_gemm_parts *P, const ampc_gemm_args *g, int nt,
 /* One product (g's batch fields ignored) on nt threads. */
 static int
 gemm_one(const ampc_gemm_parts *P, const ampc_gemm_args *g, const float *bias,
-         const float *b_packed, int nt)
+         const float *a_packed, const float *b_packed, int nt)
 {
     int err = 0;
     if (nt == 1) {
-        return gemm_block(P, g, bias, b_packed, 0, g->m, 0, g->n);
+        return gemm_block(P, g, bias, a_packed, b_packed, 0, g->m, 0, g->n);
     }
 #pragma omp parallel num_threads(nt) reduction(| : err)
     {
@@ -249,7 +261,8 @@ gemm_one(const ampc_gemm_parts *P, const ampc_gemm_args *g, const float *bias,
             int64_t n0 = min64(ntl * jt / tn * P->nr, g->n);
             int64_t n1 = min64(ntl * (jt + 1) / tn * P->nr, g->n);
             if (m0 < m1 && n0 < n1) {
-                err |= gemm_block(P, g, bias, b_packed, m0, m1, n0, n1);
+                err |= gemm_block(P, g, bias, a_packed, b_packed, m0, m1,
+                                  n0, n1);
             }
         }
     }
@@ -289,9 +302,23 @@ bias_f32(const ampc_gemm_args *g, float **out)
     return 0;
 }
 
+float *
+ampc_gemm_pack_a(const ampc_gemm_parts *P, const ampc_gemm_args *g)
+{
+    int64_t k = g->k > 0 ? g->k : 1;
+    size_t n = (size_t)(round_up(g->m > 0 ? g->m : 1, P->mr) * k);
+    n = (n * sizeof(float) + AMPC_GEMM_ALIGN - 1) / AMPC_GEMM_ALIGN *
+        AMPC_GEMM_ALIGN;
+    float *a = aligned_alloc(AMPC_GEMM_ALIGN, n);
+    if (a != NULL && g->m > 0 && g->k > 0) {
+        P->pack(g->dt, g->a, g->rsa, g->csa, g->m, g->k, P->mr, a);
+    }
+    return a;
+}
+
 int
-ampc_gemm_run_packed_b(const ampc_gemm_parts *P, const ampc_gemm_args *g,
-                       const float *b_packed)
+ampc_gemm_run_packed(const ampc_gemm_parts *P, const ampc_gemm_args *g,
+                     const float *a_packed, const float *b_packed)
 {
     float *bias;
     if (g->m <= 0 || g->n <= 0) {
@@ -301,7 +328,7 @@ ampc_gemm_run_packed_b(const ampc_gemm_parts *P, const ampc_gemm_args *g,
         return AMPC_LINALG_NOMEM;
     }
     double flops = 2.0 * (double)g->m * (double)g->n * (double)g->k;
-    int err = gemm_one(P, g, bias, b_packed,
+    int err = gemm_one(P, g, bias, a_packed, b_packed,
                        ampc_gemm_threads(flops, g->nthreads));
     free(bias);
     return err;
@@ -327,14 +354,14 @@ ampc_gemm_run(const ampc_gemm_parts *P, const ampc_gemm_args *g)
 #pragma omp parallel for schedule(static) num_threads(nt) reduction(| : err)
         for (int64_t b = 0; b < nb; b++) {
             ampc_gemm_args one = batch_item(g, b);
-            err |= gemm_one(P, &one, bias, NULL, 1);
+            err |= gemm_one(P, &one, bias, NULL, NULL, 1);
         }
     }
     else {
         nt = ampc_gemm_threads(flops, g->nthreads);
         for (int64_t b = 0; b < nb && err == 0; b++) {
             ampc_gemm_args one = batch_item(g, b);
-            err = gemm_one(P, &one, bias, NULL, nt);
+            err = gemm_one(P, &one, bias, NULL, NULL, nt);
         }
     }
     free(bias);
