@@ -220,6 +220,10 @@ CONV_CASES = [
     ((2, 3, 7, 9), (4, 3, 2), (1, 2), (2, 0), (1, 2)),
     ((17, 7, 9, 9), (33, 3, 3), (1, 1), (1, 1), (1, 1)),
     ((1, 16, 20, 20), (33, 3, 3), (1, 1), (1, 1), (1, 1)),
+    # more output channels than one A block (mc) and K = 288 deeper than
+    # one K block (kc) at every level: the weights packed once per call
+    # are read block by block
+    ((2, 32, 6, 5), (260, 3, 3), (1, 1), (1, 1), (1, 1)),
 ]
 
 
