@@ -354,6 +354,12 @@ ampc_gs_step(AmpcGradScalerObject *self, PyObject *args, PyObject *kwargs)
     self->host_found_states++;
     self->host_found_sum += found;
     self->last_fused = 0;
+    /* lets an lr_scheduler's order warning say why optimizer.step() did
+     * not run (ampc/optim/lr_scheduler.py) */
+    if (PyObject_SetAttrString(optimizer, "_amp_step_skipped",
+                               found != 0.0 ? Py_True : Py_False) < 0) {
+        PyErr_Clear();          /* an optimizer that takes no attributes */
+    }
     if (found == 0.0) {
         PyObject *step = PyObject_GetAttrString(optimizer, "step");
         if (step == NULL) {

@@ -435,6 +435,46 @@ def test_scheduler_before_optimizer_warns():
         sched2.step()
 
 
+def _skipped_first_step(scale):
+    """One AMP iteration whose gradients overflow at this scale (the
+    loss is huge), then the scheduler's step: the warnings raised."""
+    p = nn.Parameter(ampc.ones(3))
+    opt = optim.SGD([p], lr=0.1)
+    sched = optim.lr_scheduler.StepLR(opt, 1)
+    scaler = ampc.amp.GradScaler("cpu", init_scale=scale)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        scaler.scale((p * 1e30).sum()).backward()
+        scaler.step(opt)
+        scaler.update()
+        sched.step()
+    return [str(w.message) for w in caught], opt
+
+
+def test_scheduler_warning_says_when_grad_scaler_skipped_the_step():
+    """user_needs A2: the order warning after a skipped AMP step keeps
+    torch's text and says why optimizer.step() did not run"""
+    msgs, opt = _skipped_first_step(2.0 ** 100)
+    assert opt._amp_step_skipped is True
+    order = [m for m in msgs if m.startswith("Detected call of")]
+    assert len(order) == 1
+    assert "GradScaler.step() skipped it" in order[0]
+    assert "the warning is harmless" in order[0]
+    # a step that ran: no warning, and the flag is cleared
+    msgs, opt = _skipped_first_step(1.0)
+    assert opt._amp_step_skipped is False
+    assert not [m for m in msgs if m.startswith("Detected call of")]
+
+
+def test_scheduler_warning_without_grad_scaler_is_torch_s():
+    p = nn.Parameter(ampc.ones(1))
+    opt = optim.SGD([p], lr=0.1)
+    sched = optim.lr_scheduler.StepLR(opt, 1)
+    with pytest.warns(UserWarning) as record:
+        sched.step()
+    assert str(record[0].message).endswith("#how-to-adjust-learning-rate")
+
+
 def test_scheduler_state_dict_and_closed_form():
     p = nn.Parameter(ampc.ones(1))
     opt = optim.SGD([p], lr=1.0)

@@ -121,6 +121,16 @@ class LRScheduler:
                     "#how-to-adjust-learning-rate", UserWarning,
                     stacklevel=2)
             elif not getattr(self.optimizer, "_opt_called", False):
+                hint = ""
+                if getattr(self.optimizer, "_amp_step_skipped", False):
+                    hint = (
+                        " (ampc: optimizer.step() did not run because "
+                        "GradScaler.step() skipped it: the gradients held "
+                        "inf/NaN, as is normal in the first iterations "
+                        "while the loss scale settles. The order in your "
+                        "loop is right and the warning is harmless; "
+                        "scaler.stats()['last_step_skipped'] tells when a "
+                        "step is skipped.)")
                 warnings.warn(
                     "Detected call of `lr_scheduler.step()` before "
                     "`optimizer.step()`. In PyTorch 1.1.0 and later, you "
@@ -129,7 +139,7 @@ class LRScheduler:
                     "Failure to do this will result in PyTorch skipping the "
                     "first value of the learning rate schedule. See more "
                     "details at https://pytorch.org/docs/stable/optim.html"
-                    "#how-to-adjust-learning-rate", UserWarning,
+                    "#how-to-adjust-learning-rate" + hint, UserWarning,
                     stacklevel=2)
         self._step_count += 1
         self._get_lr_called_within_step = True
