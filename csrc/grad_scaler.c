@@ -33,9 +33,10 @@
  *         def step(self, optimizer, *args, **kwargs): ...
  *         def update(self, new_scale=None): ...
  *
- * This file holds the type itself: construction, the getters, method
- * table and type spec, and module init; grad_scaler_scale.c has scale(),
- * grad_scaler_attrs.c its attributes (PyTorch's private fields),
+ * This file holds the type itself: construction, the shared helpers, the
+ * method table and type spec, and module init; grad_scaler_scale.c has
+ * scale(), grad_scaler_attrs.c its attributes (PyTorch's private fields)
+ * and the getter and setter methods,
  * grad_scaler_unscale.c unscale_(), grad_scaler_step.c step(),
  * grad_scaler_update.c update() and the telemetry,
  * grad_scaler_state.c state_dict and pickling.
@@ -514,166 +515,6 @@ scaler_init(AmpcGradScalerObject *self, PyObject *args, PyObject *kwds)
     return ampc_gs_reset_iteration(self);
 }
 
-// ----------------------------------------------------------------------------
-// getters and setters (PyTorch's: plain reads and writes, no validation)
-
-static PyObject *
-scaler_get_scale_async(AmpcGradScalerObject *self, PyObject *unused)
-{
-    return Py_XNewRef(ampc_gs_field_get(self, self->scale, "_scale"));
-}
-
-PyObject *
-ampc_gs_get_scale(AmpcGradScalerObject *self)
-{
-    if (!self->is_enabled) {
-        return PyFloat_FromDouble(1.0);
-    }
-    if (ampc_gs_field_get(self, self->scale, "_scale") == NULL) {
-        return NULL;
-    }
-    if (self->scale == Py_None) {
-        return Py_XNewRef(ampc_gs_field_get(self, self->init_scale,
-                                            "_init_scale"));
-    }
-    float v;
-    if (ampc_gs_read_scale(self, &v) < 0) {
-        return NULL;
-    }
-    return PyFloat_FromDouble(v);
-}
-
-PyObject *
-ampc_gs_get_growth_tracker(AmpcGradScalerObject *self)
-{
-    if (!self->is_enabled) {
-        return PyLong_FromLong(0);
-    }
-    if (ampc_gs_field_get(self, self->growth_tracker,
-                          "_growth_tracker") == NULL) {
-        return NULL;
-    }
-    if (self->growth_tracker == Py_None) {
-        return Py_XNewRef(ampc_gs_field_get(self, self->init_growth_tracker,
-                                            "_init_growth_tracker"));
-    }
-    AmpcTensorObject *t = AMPC_TENSOR(self->growth_tracker);
-    int64_t v;
-    if (!ampc_is_cuda(t)) {
-        v = *(const int64_t *)t->data;
-    }
-    else if (ampc_read_to_host("GradScaler._get_growth_tracker", t, &v,
-                               sizeof(v)) < 0) {
-        return NULL;
-    }
-    return PyLong_FromLongLong(v);
-}
-
-static PyObject *
-scaler_get_scale(AmpcGradScalerObject *self, PyObject *unused)
-{
-    return ampc_gs_get_scale(self);
-}
-
-static PyObject *
-scaler_get_growth_tracker(AmpcGradScalerObject *self, PyObject *unused)
-{
-    return ampc_gs_get_growth_tracker(self);
-}
-
-static PyObject *
-scaler_get_growth_factor(AmpcGradScalerObject *self, PyObject *unused)
-{
-    return Py_XNewRef(ampc_gs_field_get(self, self->growth_factor,
-                                        "_growth_factor"));
-}
-
-static PyObject *
-scaler_set_growth_factor(AmpcGradScalerObject *self, PyObject *v)
-{
-    Py_XSETREF(self->growth_factor, Py_NewRef(v));
-    Py_RETURN_NONE;
-}
-
-static PyObject *
-scaler_get_backoff_factor(AmpcGradScalerObject *self, PyObject *unused)
-{
-    return Py_XNewRef(
-        ampc_gs_field_get(self, self->backoff_factor, "_backoff_factor"));
-}
-
-static PyObject *
-scaler_set_backoff_factor(AmpcGradScalerObject *self, PyObject *v)
-{
-    Py_XSETREF(self->backoff_factor, Py_NewRef(v));
-    Py_RETURN_NONE;
-}
-
-static PyObject *
-scaler_get_growth_interval(AmpcGradScalerObject *self, PyObject *unused)
-{
-    return Py_XNewRef(
-        ampc_gs_field_get(self, self->growth_interval, "_growth_interval"));
-}
-
-static PyObject *
-scaler_set_growth_interval(AmpcGradScalerObject *self, PyObject *v)
-{
-    Py_XSETREF(self->growth_interval, Py_NewRef(v));
-    Py_RETURN_NONE;
-}
-
-static PyObject *
-scaler_is_enabled(AmpcGradScalerObject *self, PyObject *unused)
-{
-    return Py_NewRef(self->enabled);
-}
-
-static PyObject *
-scaler_found_inf_per_device(AmpcGradScalerObject *self, PyObject *optimizer)
-{
-    PyObject *st = ampc_gs_opt_state(self, optimizer);
-    if (st == NULL) {
-        return NULL;
-    }
-    PyObject *f = PyDict_GetItemString(st, "found_inf_per_device");
-    Py_XINCREF(f);
-    Py_DECREF(st);
-    return f;
-}
-
-static PyObject *
-scaler_check_scale_growth_tracker(AmpcGradScalerObject *self, PyObject *arg)
-{
-    const char *fn = PyUnicode_Check(arg) ? PyUnicode_AsUTF8(arg) : NULL;
-    if (fn == NULL) {
-        PyErr_SetString(PyExc_TypeError,
-                        "_check_scale_growth_tracker(): funcname must be a "
-                        "str");
-        return NULL;
-    }
-    if (ampc_gs_check_scale_growth_tracker(self, fn) < 0) {
-        return NULL;
-    }
-    return PyTuple_Pack(2, self->scale, self->growth_tracker);
-}
-
-static PyObject *
-scaler_lazy_init(AmpcGradScalerObject *self, PyObject *dev_obj)
-{
-    ampc_device dev;
-    PyObject *s = PyObject_Str(dev_obj);
-    if (s == NULL) {
-        return NULL;
-    }
-    int rc = ampc_parse_device(s, &dev, "_lazy_init_scale_growth_tracker");
-    Py_DECREF(s);
-    if (rc < 0 || ampc_gs_lazy_init(self, dev) < 0) {
-        return NULL;
-    }
-    Py_RETURN_NONE;
-}
-
 static PyMemberDef scaler_members[] = {
     {"__dictoffset__", T_PYSSIZET,
      offsetof(AmpcGradScalerObject, dict), READONLY},
@@ -699,25 +540,25 @@ static PyMethodDef scaler_methods[] = {
      METH_VARARGS | METH_KEYWORDS,
      "update(new_scale=None): backs the scale off after inf/NaN, grows it "
      "after growth_interval clean steps, or sets new_scale"},
-    {"get_scale", (PyCFunction)scaler_get_scale, METH_NOARGS,
+    {"get_scale", (PyCFunction)ampc_gs_m_get_scale, METH_NOARGS,
      "the current scale as a Python float (1.0 when disabled)"},
-    {"get_growth_factor", (PyCFunction)scaler_get_growth_factor, METH_NOARGS,
-     "the growth factor"},
-    {"set_growth_factor", (PyCFunction)scaler_set_growth_factor, METH_O,
+    {"get_growth_factor", (PyCFunction)ampc_gs_m_get_growth_factor,
+     METH_NOARGS, "the growth factor"},
+    {"set_growth_factor", (PyCFunction)ampc_gs_m_set_growth_factor, METH_O,
      "set_growth_factor(new_factor)"},
-    {"get_backoff_factor", (PyCFunction)scaler_get_backoff_factor,
+    {"get_backoff_factor", (PyCFunction)ampc_gs_m_get_backoff_factor,
      METH_NOARGS, "the backoff factor"},
-    {"set_backoff_factor", (PyCFunction)scaler_set_backoff_factor, METH_O,
+    {"set_backoff_factor", (PyCFunction)ampc_gs_m_set_backoff_factor, METH_O,
      "set_backoff_factor(new_factor)"},
-    {"get_growth_interval", (PyCFunction)scaler_get_growth_interval,
+    {"get_growth_interval", (PyCFunction)ampc_gs_m_get_growth_interval,
      METH_NOARGS, "the growth interval"},
-    {"set_growth_interval", (PyCFunction)scaler_set_growth_interval, METH_O,
+    {"set_growth_interval", (PyCFunction)ampc_gs_m_set_growth_interval, METH_O,
      "set_growth_interval(new_interval)"},
-    {"_get_growth_tracker", (PyCFunction)scaler_get_growth_tracker,
+    {"_get_growth_tracker", (PyCFunction)ampc_gs_m_get_growth_tracker,
      METH_NOARGS, "the growth tracker as a Python int"},
-    {"_get_scale_async", (PyCFunction)scaler_get_scale_async, METH_NOARGS,
+    {"_get_scale_async", (PyCFunction)ampc_gs_m_get_scale_async, METH_NOARGS,
      "the scale tensor, or None before the first scale()"},
-    {"is_enabled", (PyCFunction)scaler_is_enabled, METH_NOARGS,
+    {"is_enabled", (PyCFunction)ampc_gs_m_is_enabled, METH_NOARGS,
      "whether this scaler is enabled"},
     {"state_dict", (PyCFunction)ampc_gs_state_dict, METH_NOARGS,
      "{'scale', 'growth_factor', 'backoff_factor', 'growth_interval', "
@@ -731,11 +572,11 @@ static PyMethodDef scaler_methods[] = {
      "{device: found_inf}"},
     {"_check_inf_per_device", (PyCFunction)ampc_gs_check_inf_per_device,
      METH_O, "the inf/NaN check of the optimizer's gradients, no unscale"},
-    {"_found_inf_per_device", (PyCFunction)scaler_found_inf_per_device,
+    {"_found_inf_per_device", (PyCFunction)ampc_gs_m_found_inf_per_device,
      METH_O, "{device: found_inf} recorded for the optimizer"},
     {"_check_scale_growth_tracker",
-     (PyCFunction)scaler_check_scale_growth_tracker, METH_O, NULL},
-    {"_lazy_init_scale_growth_tracker", (PyCFunction)scaler_lazy_init,
+     (PyCFunction)ampc_gs_m_check_scale_growth_tracker, METH_O, NULL},
+    {"_lazy_init_scale_growth_tracker", (PyCFunction)ampc_gs_m_lazy_init,
      METH_O, NULL},
     {"stats", (PyCFunction)(void (*)(void))ampc_gs_stats,
      METH_VARARGS | METH_KEYWORDS,

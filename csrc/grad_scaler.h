@@ -182,7 +182,35 @@ PyObject *ampc_gs_getstate(AmpcGradScalerObject *self, PyObject *unused);
 /* GradScaler.__setstate__(state). */
 PyObject *ampc_gs_setstate(AmpcGradScalerObject *self, PyObject *state);
 
-/* grad_scaler_attrs.c: the type's attributes (PyTorch's private fields). */
+/* grad_scaler_attrs.c: the type's attributes (PyTorch's private fields),
+ * and the methods (METH_NOARGS / METH_O; arg unused by the getters) that
+ * read and write the settings and back PyTorch's private helpers. */
 extern PyGetSetDef ampc_gs_getset[];
+PyObject *ampc_gs_m_get_scale_async(AmpcGradScalerObject *self,
+                                    PyObject *arg);
+PyObject *ampc_gs_m_get_scale(AmpcGradScalerObject *self,
+                              PyObject *arg);
+PyObject *ampc_gs_m_get_growth_tracker(AmpcGradScalerObject *self,
+                                       PyObject *arg);
+PyObject *ampc_gs_m_get_growth_factor(AmpcGradScalerObject *self,
+                                      PyObject *arg);
+PyObject *ampc_gs_m_set_growth_factor(AmpcGradScalerObject *self,
+                                      PyObject *arg);
+PyObject *ampc_gs_m_get_backoff_factor(AmpcGradScalerObject *self,
+                                       PyObject *arg);
+PyObject *ampc_gs_m_set_backoff_factor(AmpcGradScalerObject *self,
+                                       PyObject *arg);
+PyObject *ampc_gs_m_get_growth_interval(AmpcGradScalerObject *self,
+                                        PyObject *arg);
+PyObject *ampc_gs_m_set_growth_interval(AmpcGradScalerObject *self,
+                                        PyObject *arg);
+PyObject *ampc_gs_m_is_enabled(AmpcGradScalerObject *self,
+                               PyObject *arg);
+PyObject *ampc_gs_m_found_inf_per_device(AmpcGradScalerObject *self,
+                                         PyObject *arg);
+PyObject *ampc_gs_m_check_scale_growth_tracker(AmpcGradScalerObject *self,
+                                               PyObject *arg);
+PyObject *ampc_gs_m_lazy_init(AmpcGradScalerObject *self,
+                              PyObject *arg);
 
 #endif /* AMPC_GRAD_SCALER_H */

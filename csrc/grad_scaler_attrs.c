@@ -1,7 +1,9 @@
 /* grad_scaler_attrs.c - GradScaler's attributes (split from
  * grad_scaler.c, which has the type): PyTorch's private fields (_scale,
  * _growth_tracker, _enabled, ...), which scripts and tests read and write
- * directly, and ampc's warn_after_skips.
+ * directly, ampc's warn_after_skips, and the methods that read and write
+ * the settings (get_scale(), set_growth_factor(), ...: PyTorch's plain
+ * reads and writes) and a few private helpers PyTorch's tests call.
  */
 #include "grad_scaler.h"
 
@@ -123,3 +125,163 @@ PyGetSetDef ampc_gs_getset[] = {
 };
 
 #undef GETSET
+
+// ----------------------------------------------------------------------------
+// getters and setters (PyTorch's: plain reads and writes, no validation)
+
+PyObject *
+ampc_gs_m_get_scale_async(AmpcGradScalerObject *self, PyObject *unused)
+{
+    return Py_XNewRef(ampc_gs_field_get(self, self->scale, "_scale"));
+}
+
+PyObject *
+ampc_gs_get_scale(AmpcGradScalerObject *self)
+{
+    if (!self->is_enabled) {
+        return PyFloat_FromDouble(1.0);
+    }
+    if (ampc_gs_field_get(self, self->scale, "_scale") == NULL) {
+        return NULL;
+    }
+    if (self->scale == Py_None) {
+        return Py_XNewRef(ampc_gs_field_get(self, self->init_scale,
+                                            "_init_scale"));
+    }
+    float v;
+    if (ampc_gs_read_scale(self, &v) < 0) {
+        return NULL;
+    }
+    return PyFloat_FromDouble(v);
+}
+
+PyObject *
+ampc_gs_get_growth_tracker(AmpcGradScalerObject *self)
+{
+    if (!self->is_enabled) {
+        return PyLong_FromLong(0);
+    }
+    if (ampc_gs_field_get(self, self->growth_tracker,
+                          "_growth_tracker") == NULL) {
+        return NULL;
+    }
+    if (self->growth_tracker == Py_None) {
+        return Py_XNewRef(ampc_gs_field_get(self, self->init_growth_tracker,
+                                            "_init_growth_tracker"));
+    }
+    AmpcTensorObject *t = AMPC_TENSOR(self->growth_tracker);
+    int64_t v;
+    if (!ampc_is_cuda(t)) {
+        v = *(const int64_t *)t->data;
+    }
+    else if (ampc_read_to_host("GradScaler._get_growth_tracker", t, &v,
+                               sizeof(v)) < 0) {
+        return NULL;
+    }
+    return PyLong_FromLongLong(v);
+}
+
+PyObject *
+ampc_gs_m_get_scale(AmpcGradScalerObject *self, PyObject *unused)
+{
+    return ampc_gs_get_scale(self);
+}
+
+PyObject *
+ampc_gs_m_get_growth_tracker(AmpcGradScalerObject *self, PyObject *unused)
+{
+    return ampc_gs_get_growth_tracker(self);
+}
+
+PyObject *
+ampc_gs_m_get_growth_factor(AmpcGradScalerObject *self, PyObject *unused)
+{
+    return Py_XNewRef(ampc_gs_field_get(self, self->growth_factor,
+                                        "_growth_factor"));
+}
+
+PyObject *
+ampc_gs_m_set_growth_factor(AmpcGradScalerObject *self, PyObject *v)
+{
+    Py_XSETREF(self->growth_factor, Py_NewRef(v));
+    Py_RETURN_NONE;
+}
+
+PyObject *
+ampc_gs_m_get_backoff_factor(AmpcGradScalerObject *self, PyObject *unused)
+{
+    return Py_XNewRef(
+        ampc_gs_field_get(self, self->backoff_factor, "_backoff_factor"));
+}
+
+PyObject *
+ampc_gs_m_set_backoff_factor(AmpcGradScalerObject *self, PyObject *v)
+{
+    Py_XSETREF(self->backoff_factor, Py_NewRef(v));
+    Py_RETURN_NONE;
+}
+
+PyObject *
+ampc_gs_m_get_growth_interval(AmpcGradScalerObject *self, PyObject *unused)
+{
+    return Py_XNewRef(
+        ampc_gs_field_get(self, self->growth_interval, "_growth_interval"));
+}
+
+PyObject *
+ampc_gs_m_set_growth_interval(AmpcGradScalerObject *self, PyObject *v)
+{
+    Py_XSETREF(self->growth_interval, Py_NewRef(v));
+    Py_RETURN_NONE;
+}
+
+PyObject *
+ampc_gs_m_is_enabled(AmpcGradScalerObject *self, PyObject *unused)
+{
+    return Py_NewRef(self->enabled);
+}
+
+PyObject *
+ampc_gs_m_found_inf_per_device(AmpcGradScalerObject *self, PyObject *optimizer)
+{
+    PyObject *st = ampc_gs_opt_state(self, optimizer);
+    if (st == NULL) {
+        return NULL;
+    }
+    PyObject *f = PyDict_GetItemString(st, "found_inf_per_device");
+    Py_XINCREF(f);
+    Py_DECREF(st);
+    return f;
+}
+
+PyObject *
+ampc_gs_m_check_scale_growth_tracker(AmpcGradScalerObject *self, PyObject *arg)
+{
+    const char *fn = PyUnicode_Check(arg) ? PyUnicode_AsUTF8(arg) : NULL;
+    if (fn == NULL) {
+        PyErr_SetString(PyExc_TypeError,
+                        "_check_scale_growth_tracker(): funcname must be a "
+                        "str");
+        return NULL;
+    }
+    if (ampc_gs_check_scale_growth_tracker(self, fn) < 0) {
+        return NULL;
+    }
+    return PyTuple_Pack(2, self->scale, self->growth_tracker);
+}
+
+PyObject *
+ampc_gs_m_lazy_init(AmpcGradScalerObject *self, PyObject *dev_obj)
+{
+    ampc_device dev;
+    PyObject *s = PyObject_Str(dev_obj);
+    if (s == NULL) {
+        return NULL;
+    }
+    int rc = ampc_parse_device(s, &dev, "_lazy_init_scale_growth_tracker");
+    Py_DECREF(s);
+    if (rc < 0 || ampc_gs_lazy_init(self, dev) < 0) {
+        return NULL;
+    }
+    Py_RETURN_NONE;
+}
