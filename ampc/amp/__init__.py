@@ -3,7 +3,8 @@
 ``autocast`` and ``GradScaler`` are implemented in C (``csrc/autocast.c``,
 ``csrc/grad_scaler.c``) with PyTorch's ``torch.amp`` behaviour; the scaler
 adds ``stats()``/``watch()`` and misuse diagnostics.  ``OptState`` is its
-per-optimizer stage enum.
+per-optimizer stage enum.  ``suggest_autocast()`` says which dtype (and
+whether a scaler) suits this machine, and why.
 
 >>> import ampc
 >>> scaler = ampc.amp.GradScaler("cpu", init_scale=1024.0)
@@ -19,5 +20,7 @@ per-optimizer stage enum.
 """
 from .._C import GradScaler, OptState
 from .._C import autocast  # csrc/autocast.c: the same object as ampc.autocast
+from .advice import AutocastChoice, suggest_autocast
 
-__all__ = ["GradScaler", "OptState", "autocast"]
+__all__ = ["AutocastChoice", "GradScaler", "OptState", "autocast",
+           "suggest_autocast"]
