@@ -86,6 +86,52 @@ item(PyObject *seq, Py_ssize_t i)
     return seq != NULL ? PySequence_Fast_GET_ITEM(seq, i) : Py_None;
 }
 
+typedef int (*cuda_step_fn)(const void *args, ampc_dtype dt,
+                            const ampc_optim_list *l);
+typedef void (*cpu_step_fn)(const void *args, ampc_dtype dt,
+                            const ampc_optim_list *l);
+
+/* The step on n >= 1 checked parameters: on a GPU, cuda_step on the whole
+ * list (parameters that share memory one launch each, in order); on the
+ * CPU, cpu_step on each parameter, without the GIL when the step is large.
+ * unscaled: a grad_scale was given (the grads are written back). */
+static PyObject *
+run_step(const char *fn, const void *args, int unscaled,
+         ampc_optim_entry *e, Py_ssize_t n, cuda_step_fn cuda_step,
+         cpu_step_fn cpu_step)
+{
+    ampc_optim_batch b;
+    if (ampc_optim_batch_init(fn, &b, e, n) < 0) {
+        return NULL;
+    }
+    ampc_dtype dt = e[0].param->dtype;
+    if (ampc_is_cuda(e[0].param)) {
+        Py_ssize_t per = b.shared ? 1 : n;
+        for (Py_ssize_t i = 0; i < n; i += per) {
+            ampc_optim_list l = ampc_optim_batch_list(&b, i, per);
+            int rc = cuda_step(args, dt, &l);
+            if (rc != 0) {
+                ampc_optim_batch_free(&b);
+                return ampc_cuda_raise(fn, rc);
+            }
+        }
+    }
+    else {
+        PyThreadState *save = b.total >= RELEASE_GIL_MIN ? PyEval_SaveThread()
+                                                         : NULL;
+        for (Py_ssize_t i = 0; i < n; i++) {
+            ampc_optim_list l = ampc_optim_batch_list(&b, i, 1);
+            cpu_step(args, dt, &l);
+        }
+        if (save != NULL) {
+            PyEval_RestoreThread(save);
+        }
+    }
+    int rc = ampc_optim_batch_finish(&b, unscaled);
+    ampc_optim_batch_free(&b);
+    return rc < 0 ? NULL : Py_NewRef(Py_None);
+}
+
 // ----------------------------------------------------------------------------
 // SGD
 
@@ -143,43 +189,18 @@ sgd_entry(const char *fn, Py_ssize_t i, PyObject *p_obj, PyObject *g_obj,
     return e->state[0] != NULL ? 0 : -1;
 }
 
-/* The step on n >= 1 checked parameters. */
-static PyObject *
-sgd_run(const char *fn, const ampc_sgd_args *a, ampc_optim_entry *e,
-        Py_ssize_t n)
+/* SGD's kernels for run_step: a list on a GPU, one parameter on the CPU */
+static int
+sgd_cuda(const void *args, ampc_dtype dt, const ampc_optim_list *l)
 {
-    ampc_optim_batch b;
-    if (ampc_optim_batch_init(fn, &b, e, n) < 0) {
-        return NULL;
-    }
-    ampc_dtype dt = e[0].param->dtype;
-    if (ampc_is_cuda(e[0].param)) {
-        /* parameters that share memory go one launch each, in order */
-        Py_ssize_t per = b.shared ? 1 : n;
-        for (Py_ssize_t i = 0; i < n; i += per) {
-            ampc_optim_list l = ampc_optim_batch_list(&b, i, per);
-            int rc = ampc_cuda.sgd_step(a, dt, &l);
-            if (rc != 0) {
-                ampc_optim_batch_free(&b);
-                return ampc_cuda_raise(fn, rc);
-            }
-        }
-    }
-    else {
-        PyThreadState *save = b.total >= RELEASE_GIL_MIN ? PyEval_SaveThread()
-                                                         : NULL;
-        for (Py_ssize_t i = 0; i < n; i++) {
-            ampc_optim_list l = ampc_optim_batch_list(&b, i, 1);
-            ampc_cpu.sgd_step(a, dt, l.numel[0], l.param[0], l.grad[0],
-                              l.state[0] != NULL ? l.state[0][0] : NULL);
-        }
-        if (save != NULL) {
-            PyEval_RestoreThread(save);
-        }
-    }
-    int rc = ampc_optim_batch_finish(&b, a->grad_scale != NULL);
-    ampc_optim_batch_free(&b);
-    return rc < 0 ? NULL : Py_NewRef(Py_None);
+    return ampc_cuda.sgd_step(args, dt, l);
+}
+
+static void
+sgd_cpu(const void *args, ampc_dtype dt, const ampc_optim_list *l)
+{
+    ampc_cpu.sgd_step(args, dt, l->numel[0], l->param[0], l->grad[0],
+                      l->state[0] != NULL ? l->state[0][0] : NULL);
 }
 
 static PyObject *
@@ -208,7 +229,7 @@ op_sgd_step_(PyObject *module, PyObject *args, PyObject *kwds)
             0) {
         return NULL;
     }
-    return sgd_run(fn, &a, &e, 1);
+    return run_step(fn, &a, a.grad_scale != NULL, &e, 1, sgd_cuda, sgd_cpu);
 }
 
 static PyObject *
@@ -255,7 +276,8 @@ op_sgd_foreach_step_(PyObject *module, PyObject *args, PyObject *kwds)
     }
     if (amp_args(fn, gs_obj, fi_obj, e[0].param, &a.grad_scale,
                  &a.found_inf) == 0) {
-        result = sgd_run(fn, &a, e, n);
+        result = run_step(fn, &a, a.grad_scale != NULL, e, n, sgd_cuda,
+                          sgd_cpu);
     }
 done:
     PyMem_Free(e);
@@ -369,45 +391,22 @@ adam_entry(const char *fn, Py_ssize_t i, PyObject *const *objs, int amsgrad,
     return 0;
 }
 
-/* The step on n >= 1 checked parameters. */
-static PyObject *
-adam_run(const char *fn, const ampc_adam_args *a, ampc_optim_entry *e,
-         Py_ssize_t n)
+/* Adam's kernels for run_step; on the CPU one parameter, with its own
+ * step counter when it has one */
+static int
+adam_cuda(const void *args, ampc_dtype dt, const ampc_optim_list *l)
 {
-    ampc_optim_batch b;
-    if (ampc_optim_batch_init(fn, &b, e, n) < 0) {
-        return NULL;
-    }
-    ampc_dtype dt = e[0].param->dtype;
-    if (ampc_is_cuda(e[0].param)) {
-        Py_ssize_t per = b.shared ? 1 : n;
-        for (Py_ssize_t i = 0; i < n; i += per) {
-            ampc_optim_list l = ampc_optim_batch_list(&b, i, per);
-            int rc = ampc_cuda.adam_step(a, dt, &l);
-            if (rc != 0) {
-                ampc_optim_batch_free(&b);
-                return ampc_cuda_raise(fn, rc);
-            }
-        }
-    }
-    else {
-        PyThreadState *save = b.total >= RELEASE_GIL_MIN ? PyEval_SaveThread()
-                                                         : NULL;
-        ampc_adam_args one = *a;
-        for (Py_ssize_t i = 0; i < n; i++) {
-            ampc_optim_list l = ampc_optim_batch_list(&b, i, 1);
-            one.step = l.step != NULL ? l.step[0] : NULL;
-            ampc_cpu.adam_step(&one, dt, l.numel[0], l.param[0], l.grad[0],
-                               l.state[0][0], l.state[1][0],
-                               l.state[2] != NULL ? l.state[2][0] : NULL);
-        }
-        if (save != NULL) {
-            PyEval_RestoreThread(save);
-        }
-    }
-    int rc = ampc_optim_batch_finish(&b, a->grad_scale != NULL);
-    ampc_optim_batch_free(&b);
-    return rc < 0 ? NULL : Py_NewRef(Py_None);
+    return ampc_cuda.adam_step(args, dt, l);
+}
+
+static void
+adam_cpu(const void *args, ampc_dtype dt, const ampc_optim_list *l)
+{
+    ampc_adam_args one = *(const ampc_adam_args *)args;
+    one.step = l->step != NULL ? l->step[0] : NULL;
+    ampc_cpu.adam_step(&one, dt, l->numel[0], l->param[0], l->grad[0],
+                       l->state[0][0], l->state[1][0],
+                       l->state[2] != NULL ? l->state[2][0] : NULL);
 }
 
 static PyObject *
@@ -444,7 +443,8 @@ op_adam_step_(PyObject *module, PyObject *args, PyObject *kwds)
                    &e) < 0) {
         return NULL;
     }
-    return adam_run(fn, &a, &e, 1);
+    return run_step(fn, &a, a.grad_scale != NULL, &e, 1, adam_cuda,
+                    adam_cpu);
 }
 
 static PyObject *
@@ -517,7 +517,8 @@ op_adam_foreach_step_(PyObject *module, PyObject *args, PyObject *kwds)
     }
     if (amp_args(fn, gs_obj, fi_obj, e[0].param, &a.grad_scale,
                  &a.found_inf) == 0) {
-        result = adam_run(fn, &a, e, n);
+        result = run_step(fn, &a, a.grad_scale != NULL, e, n, adam_cuda,
+                          adam_cpu);
     }
 done:
     PyMem_Free(e);

@@ -62,6 +62,17 @@ def exact(a, b, what):
     assert same.all(), f"{what}: {(~same).sum()} elements differ"
 
 
+def amp_kwargs(device, scale, found, step):
+    """The fused-step keywords on `device`: grad_scale and this step's
+    found_inf where given."""
+    kw = {}
+    if scale is not None:
+        kw["grad_scale"] = ampc.tensor(scale).to(device)
+    if found is not None:
+        kw["found_inf"] = ampc.tensor(found[step]).to(device)
+    return kw
+
+
 def run_both(sizes, dtype, o, rng, device="cpu", scale=None, found=None):
     """Three steps of sgd_foreach_step_ on `device` and three of sgd_step_
     per parameter on the CPU; returns both (params, buffers, grads)."""
@@ -72,13 +83,8 @@ def run_both(sizes, dtype, o, rng, device="cpu", scale=None, found=None):
     single = [tensors(ps, dtype), tensors(bs, dtype)]
     last_grads = [None, None]
     for step, g in enumerate(gs):
-        kw_m, kw_s = {}, {}
-        if scale is not None:
-            kw_m["grad_scale"] = ampc.tensor(scale).to(device)
-            kw_s["grad_scale"] = ampc.tensor(scale)
-        if found is not None:
-            kw_m["found_inf"] = ampc.tensor(found[step]).to(device)
-            kw_s["found_inf"] = ampc.tensor(found[step])
+        kw_m, kw_s = (amp_kwargs(d, scale, found, step)
+                      for d in (device, "cpu"))
         gm, gsg = tensors(g, dtype, device), tensors(g, dtype)
         C.sgd_foreach_step_(multi[0], gm, multi[1] if momentum else None,
                             lr, *args(o), step == 0, **kw_m)
@@ -345,13 +351,8 @@ def adam_run_both(sizes, dtype, o, rng, device="cpu", counters=False,
 
     multi, single = state(device), state("cpu")
     for step, g in enumerate(gs):
-        kw_m, kw_s = {}, {}
-        if scale is not None:
-            kw_m["grad_scale"] = ampc.tensor(scale).to(device)
-            kw_s["grad_scale"] = ampc.tensor(scale)
-        if found is not None:
-            kw_m["found_inf"] = ampc.tensor(found[step]).to(device)
-            kw_s["found_inf"] = ampc.tensor(found[step])
+        kw_m, kw_s = (amp_kwargs(d, scale, found, step)
+                      for d in (device, "cpu"))
         gm, gsg = tensors(g, dtype, device), tensors(g, dtype)
         C.adam_foreach_step_(multi[0], gm, multi[1], multi[2],
                              multi[3] if ams else None,

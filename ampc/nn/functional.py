@@ -198,16 +198,21 @@ class _Conv2d(Function):
         return gx, gw, gb, None, None, None, None
 
 
-def _conv2d(input, weight, bias, stride, padding, dilation, relu):
-    """conv2d on an (N, C, H, W) or unbatched (C, H, W) input, with the
-    geometry already checked to be pairs of ints."""
-    unbatched = input.ndim == 3
-    if unbatched:
-        input = input.unsqueeze(0)
-    elif input.ndim != 4:
+def _conv_batch(input):
+    """(input as (N, C, H, W), whether it came unbatched as (C, H, W))."""
+    if input.ndim == 3:
+        return input.unsqueeze(0), True
+    if input.ndim != 4:
         raise RuntimeError(
             "Expected 3D (unbatched) or 4D (batched) input to conv2d, but "
             f"got input of size: {list(input.shape)}")
+    return input, False
+
+
+def _conv2d(input, weight, bias, stride, padding, dilation, relu):
+    """conv2d on an (N, C, H, W) or unbatched (C, H, W) input, with the
+    geometry already checked to be pairs of ints."""
+    input, unbatched = _conv_batch(input)
     if _needs_grad(input, weight, bias) or autocast_listed(_Conv2d):
         out = _Conv2d.apply(input, weight, bias, stride, padding, dilation,
                             relu)
@@ -253,13 +258,7 @@ def _conv2d_relu_max_pool(input, weight, bias, stride, padding, dilation,
     """max_pool2d(relu(conv2d(input))) for Sequential; pool is the
     pooling's (kernel_size, stride, padding, dilation, ceil_mode), checked
     pairs, with no window that can be empty (dilation 1, no ceil_mode)."""
-    unbatched = input.ndim == 3
-    if unbatched:
-        input = input.unsqueeze(0)
-    elif input.ndim != 4:
-        raise RuntimeError(
-            "Expected 3D (unbatched) or 4D (batched) input to conv2d, but "
-            f"got input of size: {list(input.shape)}")
+    input, unbatched = _conv_batch(input)
     if _needs_grad(input, weight, bias) or \
             autocast_listed(_Conv2dReluMaxPool):
         out = _Conv2dReluMaxPool.apply(input, weight, bias, stride, padding,
