@@ -4,7 +4,9 @@
 ``csrc/grad_scaler.c``) with PyTorch's ``torch.amp`` behaviour; the scaler
 adds ``stats()``/``watch()`` and misuse diagnostics.  ``OptState`` is its
 per-optimizer stage enum.  ``suggest_autocast()`` says which dtype (and
-whether a scaler) suits this machine, and why.
+whether a scaler) suits this machine, and why.  ``custom_fwd`` /
+``custom_bwd`` bring custom autograd Functions under autocast, as PyTorch's;
+``register_op`` gives any function an autocast policy.
 
 >>> import ampc
 >>> scaler = ampc.amp.GradScaler("cpu", init_scale=1024.0)
@@ -21,6 +23,7 @@ whether a scaler) suits this machine, and why.
 from .._C import GradScaler, OptState
 from .._C import autocast  # csrc/autocast.c: the same object as ampc.autocast
 from .advice import AutocastChoice, suggest_autocast
+from .custom_ops import custom_bwd, custom_fwd, register_op
 
 __all__ = ["AutocastChoice", "GradScaler", "OptState", "autocast",
-           "suggest_autocast"]
+           "custom_bwd", "custom_fwd", "register_op", "suggest_autocast"]

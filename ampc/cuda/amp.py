@@ -14,8 +14,9 @@ from .. import _C
 from .._dtype_device import float16
 from ..amp import GradScaler as _GradScaler
 from ..amp import OptState  # noqa: F401  (as torch.cuda.amp.grad_scaler)
+from ..amp import custom_ops as _custom_ops
 
-__all__ = ["autocast", "GradScaler"]
+__all__ = ["autocast", "custom_bwd", "custom_fwd", "GradScaler"]
 
 
 class autocast(_C.autocast):
@@ -64,3 +65,24 @@ class GradScaler(_GradScaler):
                          growth_factor=growth_factor,
                          backoff_factor=backoff_factor,
                          growth_interval=growth_interval, enabled=enabled)
+
+
+def custom_fwd(fwd=None, *, cast_inputs=None):
+    """Deprecated: ``ampc.cuda.amp.custom_fwd(args...)`` is
+    ``ampc.amp.custom_fwd(args..., device_type="cuda")``."""
+    warnings.warn(
+        "`ampc.cuda.amp.custom_fwd(args...)` is deprecated. Please use "
+        "`ampc.amp.custom_fwd(args..., device_type='cuda')` instead.",
+        FutureWarning, stacklevel=2)
+    return _custom_ops.custom_fwd(fwd, device_type="cuda",
+                                  cast_inputs=cast_inputs)
+
+
+def custom_bwd(bwd):
+    """Deprecated: ``ampc.cuda.amp.custom_bwd(bwd)`` is
+    ``ampc.amp.custom_bwd(bwd, device_type="cuda")``."""
+    warnings.warn(
+        "`ampc.cuda.amp.custom_bwd(args...)` is deprecated. Please use "
+        "`ampc.amp.custom_bwd(args..., device_type='cuda')` instead.",
+        FutureWarning, stacklevel=2)
+    return _custom_ops.custom_bwd(bwd, device_type="cuda")
