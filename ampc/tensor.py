@@ -32,6 +32,7 @@ from ._tensor_args import (  # noqa: F401  (some re-exported)
 )
 from ._tensor_convert import _TensorConvert, _parse_to  # noqa: F401
 from ._tensor_ops import _TensorOps
+from .autograd.function import _fresh_grad_fn
 
 _compare = _C.compare
 _reduce = _C.reduce
@@ -85,6 +86,7 @@ class Tensor(_TensorConvert, _TensorOps, _TB):
     # NumPy defers binary operators to us (ndarray + Tensor -> Tensor
     # method), as with torch.
     __array_priority__ = 1000
+    _tensor_hooks = None        # a leaf's register_hook hooks
 
     def __new__(cls, *args, device=None):
         """PyTorch's legacy constructor: ``Tensor()`` is empty,
@@ -272,8 +274,33 @@ class Tensor(_TensorConvert, _TensorOps, _TB):
         return _pybool(self._retains_grad) and self.grad_fn is not None
 
     def register_hook(self, hook):
-        raise NotImplementedError(
-            "register_hook(): tensor hooks are not supported by ampc")
+        """Call ``hook(grad)`` each time backward computes this tensor's
+        gradient; a tensor it returns (same shape, dtype and device) replaces
+        the gradient.  A leaf's hooks run before ``.grad`` is accumulated; a
+        non-leaf's see the gradient summed over all its uses.  Returns a
+        handle whose ``remove()`` unregisters the hook.
+
+        >>> import ampc
+        >>> x = ampc.ones(2, requires_grad=True)
+        >>> h = x.register_hook(lambda g: g * 10)
+        >>> (x * 3).sum().backward()
+        >>> x.grad
+        tensor([30., 30.])
+        >>> h.remove()
+        """
+        if not self.requires_grad:
+            raise RuntimeError(
+                "cannot register a hook on a tensor that doesn't require "
+                "gradient")
+        from .utils.hooks import RemovableHandle  # (utils imports tensor)
+        node = _fresh_grad_fn(self)
+        owner = self if node is None else node
+        hooks = owner._tensor_hooks
+        if hooks is None:
+            hooks = owner._tensor_hooks = collections.OrderedDict()
+        handle = RemovableHandle(hooks)
+        hooks[handle.id] = hook
+        return handle
 
     # -- copies and views ----------------------------------------------------
 

@@ -82,10 +82,39 @@ class AccumulateGrad(Node):
         """``owned``: the engine made ``grad`` itself (a cast or a sum) and
         holds it nowhere else, so it may become ``.grad`` as it is."""
         var = self.variable
+        if var._tensor_hooks:
+            grad = _call_tensor_hooks(var._tensor_hooks, grad)
+            owned = False       # a hook may have kept it
         if engine_state is not None and engine_state.capture(self, grad):
             return ()
         _accumulate_into(var, grad, owned)
         return ()
+
+
+def _call_tensor_hooks(hooks, grad):
+    """Run a tensor's ``register_hook`` hooks in order, each on the gradient
+    the previous one returned (None keeps it); PyTorch's checks on what a
+    hook returns."""
+    for hook in tuple(hooks.values()):
+        new = hook(grad)
+        if new is None:
+            continue
+        if not isinstance(new, _TB):
+            raise TypeError(
+                f"expected Tensor or None (got {type(new).__name__}) from "
+                f"hook '{getattr(hook, '__name__', hook)}'")
+        if new.dtype != grad.dtype or _dev_str(new) != _dev_str(grad):
+            raise RuntimeError(
+                f"hook '{getattr(hook, '__name__', hook)}' has changed the "
+                f"type of value (was {grad.dtype} on {_dev_str(grad)}, got "
+                f"{new.dtype} on {_dev_str(new)})")
+        if new.shape != grad.shape:
+            raise RuntimeError(
+                f"hook '{getattr(hook, '__name__', hook)}' has changed the "
+                f"size of value (was {list(grad.shape)}, got "
+                f"{list(new.shape)})")
+        grad = new
+    return grad
 
 
 def _accumulate_into(t, g, owned=False):
@@ -131,6 +160,7 @@ class BackwardNode(Node):
     _seq = 0
     _root_ref = None        # view nodes: weak reference to the base
     _root_fn = None         # view nodes: the base's grad_fn back then
+    _tensor_hooks = None    # the output tensor's register_hook hooks
 
     def save_for_backward(self, *tensors):
         """Keep tensors for backward; an in-place change to any of them
@@ -167,6 +197,8 @@ class BackwardNode(Node):
     def _apply(self, grad, engine_state):
         if self._released:
             raise RuntimeError(_FREED_MSG)
+        if self._tensor_hooks:
+            grad = _call_tensor_hooks(self._tensor_hooks, grad)
         if self._retained is not None:
             for ref in self._retained:
                 t = ref()

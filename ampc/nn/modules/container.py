@@ -35,6 +35,7 @@ class Sequential(Module):
     ReLU backward is folded into the pooling's indices, so that the
     convolution's output is not kept for backward; the results and their
     gradients are exactly those of the layers run one after the other.
+    A module with forward hooks is never folded, so its hooks run.
 
     >>> import ampc
     >>> from ampc import nn
@@ -127,11 +128,15 @@ class Sequential(Module):
         i, n = 0, len(modules)
         while i < n:
             m = modules[i]
+            # (a module with forward hooks is called, never folded)
             if i + 1 < n and type(modules[i + 1]) is ReLU and \
-                    type(m) in (Conv2d, Linear):
+                    type(m) in (Conv2d, Linear) and \
+                    not m._has_forward_hooks() and \
+                    not modules[i + 1]._has_forward_hooks():
                 pool = None
                 if type(m) is Conv2d and i + 2 < n and \
-                        type(modules[i + 2]) is MaxPool2d:
+                        type(modules[i + 2]) is MaxPool2d and \
+                        not modules[i + 2]._has_forward_hooks():
                     pool = modules[i + 2]._relu_fold()
                 if pool is not None:
                     input = m._forward(input, pool=pool)

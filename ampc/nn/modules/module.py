@@ -23,6 +23,7 @@ from ... import _C
 from ...autograd import no_grad
 from ...tensor import Tensor, _parse_to
 from ..parameter import Parameter
+from ._hooks import ForwardHooks, call_with_hooks
 
 __all__ = ["Module"]
 
@@ -66,7 +67,7 @@ class _IncompatibleKeys(
     __str__ = __repr__
 
 
-class Module:
+class Module(ForwardHooks):
     """Base class of all neural network modules.  Subclasses assign layers
     and parameters in ``__init__`` (after ``super().__init__()``) and define
     ``forward``; calling the module calls ``forward``.
@@ -104,7 +105,9 @@ class Module:
             '"forward" function')
 
     def __call__(self, *args, **kwargs):
-        return self.forward(*args, **kwargs)
+        if self._hooks is None:
+            return self.forward(*args, **kwargs)
+        return call_with_hooks(self, args, kwargs)
 
     # -- registration --------------------------------------------------------
 

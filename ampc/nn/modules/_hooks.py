@@ -1,0 +1,164 @@
+"""A module's forward hooks, PyTorch's ``register_forward_pre_hook`` and
+``register_forward_hook``: functions called around ``forward`` that see (and
+may replace) its arguments and its output.  ``Module`` inherits the
+registration methods; ``call_with_hooks`` is its ``__call__`` once a hook
+is registered (a module without hooks calls ``forward`` directly).
+
+>>> import ampc
+>>> from ampc import nn
+>>> m = nn.Linear(2, 2)
+>>> seen = []
+>>> h = m.register_forward_hook(lambda mod, args, out: seen.append(out.shape))
+>>> _ = m(ampc.ones(3, 2))
+>>> seen
+[ampc.Size([3, 2])]
+>>> h.remove()
+"""
+import collections
+import warnings
+
+from ...utils.hooks import RemovableHandle
+
+__all__ = ["ForwardHooks", "call_with_hooks"]
+
+
+class _Hooks:
+    """One module's hooks: ordered ``id -> hook`` tables, and the ids of the
+    hooks that take keyword arguments or must run after a failed forward."""
+
+    def __init__(self):
+        self.pre = collections.OrderedDict()
+        self.post = collections.OrderedDict()
+        self.with_kwargs = collections.OrderedDict()
+        self.always_call = collections.OrderedDict()
+
+
+def _add(table, hook, prepend, extra):
+    handle = RemovableHandle(table, extra_dict=extra)
+    table[handle.id] = hook
+    if prepend:
+        table.move_to_end(handle.id, last=False)
+    return handle
+
+
+class ForwardHooks:
+    """The registration methods of ``Module`` (a mixin)."""
+
+    _hooks = None       # an instance's _Hooks, made at its first hook
+
+    def _hook_tables(self):
+        hooks = self.__dict__.get("_hooks")
+        if hooks is None:
+            hooks = self.__dict__["_hooks"] = _Hooks()
+        return hooks
+
+    def register_forward_pre_hook(self, hook, *, prepend=False,
+                                  with_kwargs=False):
+        """Call ``hook(module, args)`` before each ``forward``;
+        with ``with_kwargs=True``, ``hook(module, args, kwargs)``.  A result
+        other than None replaces the arguments (a tuple, or one value;
+        with keyword arguments, an ``(args, kwargs)`` pair).  ``prepend``
+        runs it before the hooks already registered.  Returns a handle
+        whose ``remove()`` unregisters it."""
+        t = self._hook_tables()
+        handle = _add(t.pre, hook, prepend, [t.with_kwargs])
+        if with_kwargs:
+            t.with_kwargs[handle.id] = True
+        return handle
+
+    def register_forward_hook(self, hook, *, prepend=False,
+                              with_kwargs=False, always_call=False):
+        """Call ``hook(module, args, output)`` after each ``forward``; with
+        ``with_kwargs=True``, ``hook(module, args, kwargs, output)``.  A
+        result other than None replaces the output.  With
+        ``always_call=True`` it runs even when ``forward`` raises (then
+        the exception propagates).  Returns a handle whose ``remove()``
+        unregisters it."""
+        t = self._hook_tables()
+        handle = _add(t.post, hook, prepend,
+                      [t.with_kwargs, t.always_call])
+        if with_kwargs:
+            t.with_kwargs[handle.id] = True
+        if always_call:
+            t.always_call[handle.id] = True
+        return handle
+
+    def _has_forward_hooks(self):
+        hooks = self._hooks
+        return hooks is not None and bool(hooks.pre or hooks.post)
+
+    def register_full_backward_hook(self, hook):
+        raise NotImplementedError(
+            "register_full_backward_hook(): ampc has no module backward "
+            "hooks; register a forward hook that calls "
+            "output.register_hook(fn) to see the gradient of the output, "
+            "and input.register_hook(fn) (in a forward pre-hook) for the "
+            "inputs'")
+
+    register_backward_hook = register_full_backward_hook
+    register_full_backward_pre_hook = register_full_backward_hook
+
+
+def _run_pre_hooks(module, hooks, args, kwargs):
+    for hook_id, hook in tuple(hooks.pre.items()):
+        if hook_id in hooks.with_kwargs:
+            result = hook(module, args, kwargs)
+            if result is not None:
+                if not (isinstance(result, tuple) and len(result) == 2):
+                    raise RuntimeError(
+                        "forward pre-hook must return None or a tuple of "
+                        f"(new_args, new_kwargs), but got {result}.")
+                args, kwargs = result
+        else:
+            result = hook(module, args)
+            if result is not None:
+                args = result if isinstance(result, tuple) else (result,)
+    return args, kwargs
+
+
+def _run_post_hooks(module, hooks, args, kwargs, output):
+    for hook_id, hook in tuple(hooks.post.items()):
+        if hook_id in hooks.with_kwargs:
+            result = hook(module, args, kwargs, output)
+        else:
+            result = hook(module, args, output)
+        if result is not None:
+            output = result
+    return output
+
+
+def _run_always_call_hooks(module, hooks, args, kwargs):
+    """After ``forward`` raised: the ``always_call`` hooks, with output
+    None; an exception of theirs becomes a warning, as in PyTorch, so that
+    the forward's is the one raised."""
+    output = None
+    for hook_id, hook in tuple(hooks.post.items()):
+        if hook_id not in hooks.always_call:
+            continue
+        try:
+            if hook_id in hooks.with_kwargs:
+                result = hook(module, args, kwargs, output)
+            else:
+                result = hook(module, args, output)
+        except Exception as e:
+            warnings.warn(
+                "forward hook with ``always_call=True`` raised an exception "
+                "that was silenced as another error was raised in forward: "
+                f"{e}")
+            continue
+        if result is not None:
+            output = result
+
+
+def call_with_hooks(module, args, kwargs):
+    """``module(*args, **kwargs)`` with its forward hooks around
+    ``forward``."""
+    hooks = module._hooks
+    args, kwargs = _run_pre_hooks(module, hooks, args, kwargs)
+    try:
+        output = module.forward(*args, **kwargs)
+    except Exception:
+        if hooks.always_call:
+            _run_always_call_hooks(module, hooks, args, kwargs)
+        raise
+    return _run_post_hooks(module, hooks, args, kwargs, output)
