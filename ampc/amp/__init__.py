@@ -6,7 +6,8 @@ adds ``stats()``/``watch()`` and misuse diagnostics.  ``OptState`` is its
 per-optimizer stage enum.  ``suggest_autocast()`` says which dtype (and
 whether a scaler) suits this machine, and why.  ``custom_fwd`` /
 ``custom_bwd`` bring custom autograd Functions under autocast, as PyTorch's;
-``register_op`` gives any function an autocast policy.
+``register_op`` gives any function an autocast policy; ``detect_overflow``
+finds the layer where inf/NaN first appeared.
 
 >>> import ampc
 >>> scaler = ampc.amp.GradScaler("cpu", init_scale=1024.0)
@@ -24,6 +25,8 @@ from .._C import GradScaler, OptState
 from .._C import autocast  # csrc/autocast.c: the same object as ampc.autocast
 from .advice import AutocastChoice, suggest_autocast
 from .custom_ops import custom_bwd, custom_fwd, register_op
+from .overflow import OverflowRecord, OverflowReport, detect_overflow
 
-__all__ = ["AutocastChoice", "GradScaler", "OptState", "autocast",
-           "custom_bwd", "custom_fwd", "register_op", "suggest_autocast"]
+__all__ = ["AutocastChoice", "GradScaler", "OptState", "OverflowRecord",
+           "OverflowReport", "autocast", "custom_bwd", "custom_fwd",
+           "detect_overflow", "register_op", "suggest_autocast"]
