@@ -13,6 +13,9 @@ and subnormal elements per tensor in the same pass.  GB/s counts the bytes
 read and written.  Then the lab's SimpleCNN training step in AMP float16
 (autocast + GradScaler) and AMP bfloat16 (autocast) against the float32
 step: ms per step and ampc's peak tensor memory, beside torch's step time.
+Last, unscale-and-clip at the lab's parameter sizes: ampc's fused
+``scaler.clip_grad_norm_(opt, max_norm)`` against the recipe's
+``scaler.unscale_(opt)`` + ``clip_grad_norm_`` in ampc and in torch.
 Not a test: run it by hand.
 
     python benchmarks/bench_amp.py [--repeat 15] [--big 100000000]
@@ -208,6 +211,49 @@ def print_training_steps(batch, repeat):
         print(line)
 
 
+def _clip_runner(lib, fused, repeat, rng):
+    """ms per unscale-and-clip of the lab's float32 gradients (scaled by
+    2^16, clipped to norm 1), the refill of the gradients between calls
+    timed alone and taken off."""
+    srcs = [lib.from_numpy(rng.standard_normal(n).astype(np.float32)
+                           * 65536.0) for n in LAB_SIZES]
+    params = [lib.nn.Parameter(lib.zeros(n)) for n in LAB_SIZES]
+    for p, src in zip(params, srcs):
+        p.grad = src.clone()
+    opt = lib.optim.SGD(params, lr=0.1)
+
+    def refill():
+        for p, src in zip(params, srcs):
+            p.grad.copy_(src)
+        scaler = lib.amp.GradScaler("cpu")
+        scaler.scale(lib.ones(1))
+        return scaler
+
+    def call():
+        scaler = refill()
+        if fused:
+            scaler.clip_grad_norm_(opt, 1.0)
+        else:
+            scaler.unscale_(opt)
+            lib.nn.utils.clip_grad_norm_(params, 1.0)
+    return (best_time(call, repeat) - best_time(refill, repeat)) * 1e3
+
+
+def print_clip(repeat):
+    rng = np.random.default_rng(1)
+    fused = _clip_runner(ampc, True, repeat, rng)
+    two = _clip_runner(ampc, False, repeat, rng)
+    print("\nunscale + clip_grad_norm_ of the SimpleCNN's float32 gradients "
+          "(2.1M elements), ms per call")
+    line = (f"ampc scaler.clip_grad_norm_ {fused:.2f}   ampc unscale_ + "
+            f"clip_grad_norm_ {two:.2f} ({two / fused:.2f}x)")
+    if torch is not None:
+        t = _clip_runner(torch, False, repeat, rng)
+        line += f"   torch unscale_ + clip_grad_norm_ {t:.2f} " \
+            f"({t / fused:.2f}x)"
+    print(line)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--repeat", type=int, default=15)
@@ -256,6 +302,7 @@ def main():
             line += f"{r[best] / r['torch']:>8.2f}"
         print(line)
     print_training_steps(args.batch, max(3, args.repeat // 3))
+    print_clip(args.repeat * 4)
 
 
 if __name__ == "__main__":

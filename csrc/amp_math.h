@@ -126,6 +126,15 @@ ampc_f32_isfinite(float f)
 // ----------------------------------------------------------------------------
 // the AMP kernels' one-value rules (PyTorch's AmpKernels, AK-cpu/AK-cuda)
 
+/* The multiplier that unscales a gradient scaled by `scale`: the
+ * reciprocal in double, rounded to float, as PyTorch computes it ("FP32
+ * division can be imprecise for certain compile options"). */
+AMPC_HOST_DEVICE float
+ampc_amp_inv_scale(float scale)
+{
+    return (float)(1.0 / (double)scale);
+}
+
 /* One gradient element of _amp_foreach_non_finite_check_and_unscale_: the
  * finiteness test is on the INPUT (a finite value that overflows after the
  * multiply is not flagged), and inv_scale == 1 returns val itself, with no

@@ -103,12 +103,17 @@ ampc_amp_round_to(ampc_dtype dt, double d)
     return (float)d;
 }
 
-/* The norm of a tensor from its accumulator, rounded to the tensor's dtype
- * (PyTorch's per-tensor vector_norm returns that dtype). */
+/* The norm of a tensor from its accumulator, times inv (the unscale
+ * multiplier of GradScaler.clip_grad_norm_, 1 otherwise; the 0-"norm"
+ * counts elements and is not scaled), rounded to the tensor's dtype
+ * (PyTorch's per-tensor vector_norm returns that dtype).  For a power-of-
+ * two inv this is the norm of the unscaled tensor, bit for bit, unless
+ * its elements underflow. */
 AMPC_HOST_DEVICE double
-ampc_norm_of_tensor(ampc_dtype dt, double p, double acc)
+ampc_norm_of_tensor(ampc_dtype dt, double p, double acc, float inv)
 {
-    return ampc_amp_round_to(dt, ampc_norm_finish(p, acc));
+    double norm = ampc_norm_finish(p, acc);
+    return ampc_amp_round_to(dt, p == 0.0 ? norm : norm * (double)inv);
 }
 
 /* The clip coefficient as PyTorch computes it in total_norm's dtype dt:
@@ -122,6 +127,18 @@ ampc_clip_coef(ampc_dtype dt, float total_norm, double max_norm)
     float r = ampc_amp_round_to(dt, 1.0f / x);
     float coef = ampc_amp_round_to(dt, r * (float)max_norm);
     return coef > 1.0f ? 1.0f : coef;
+}
+
+/* GradScaler.clip_grad_norm_'s one multiplier for unscaling and clipping:
+ * inv * the clip coefficient of the (unscaled) total norm.  For a power-
+ * of-two inv, g * this is bit for bit (g * inv) * coef, the unscale and
+ * the clip done one after the other, as long as g * inv does not
+ * underflow. */
+AMPC_HOST_DEVICE float
+ampc_clip_multiplier(ampc_dtype dt, float total_norm, double max_norm,
+                     float inv)
+{
+    return inv * ampc_clip_coef(dt, total_norm, max_norm);
 }
 
 #endif /* AMPC_AMP_REDUCE_H */

@@ -279,10 +279,29 @@ int ampc_amp_unscale_tensors(AmpcTensorObject *const *ts, Py_ssize_t n,
 int ampc_amp_unscale_tensors_cuda(AmpcTensorObject *const *ts, Py_ssize_t n,
                                   const float *inv_scale, int flags,
                                   float *found_inf, ampc_amp_counts *counts);
-/* Per-tensor accumulators of the p-norm (ampc_grad_norm_fn) of n float CPU
- * tensors, in one fused call (grad_norm_ops.c).  -1 with an exception. */
-int ampc_amp_norm_tensors(AmpcTensorObject *const *ts, Py_ssize_t n,
-                          double p, double *acc);
+/* clip_grad_norm_'s total p-norm of n float tensors on one device
+ * (checked by the caller; PyTorch's _get_total_norm), a new 0-d tensor of
+ * their promoted dtype there, in one fused read (grad_norm_ops.c).  scale
+ * (a 0-d float32 tensor on that device, or NULL): the tensors are
+ * gradients scaled by it and the norm is the unscaled gradients'.  NULL
+ * with an exception. */
+AmpcTensorObject *ampc_amp_total_norm(const char *fn,
+                                      AmpcTensorObject *const *ts,
+                                      Py_ssize_t n, double p,
+                                      AmpcTensorObject *scale);
+/* The multiplier of a clip to max_norm given the total norm (0-d): a new
+ * 0-d float32 tensor on norm's device holding amp_reduce.h's
+ * ampc_clip_coef, or with scale (as above) ampc_clip_multiplier, which
+ * unscales too.  No host wait on CUDA.  NULL with an exception. */
+AmpcTensorObject *ampc_amp_clip_multiplier(const char *fn,
+                                           AmpcTensorObject *norm,
+                                           double max_norm,
+                                           AmpcTensorObject *scale);
+/* ts (n float tensors on one device, checked by the caller) *= the 0-d
+ * float32 multiplier m in one fused pass (none on the CPU when m is 1);
+ * on CUDA m stays on the device.  0 or -1 with an exception. */
+int ampc_amp_multiply_by(const char *fn, AmpcTensorObject *const *ts,
+                         Py_ssize_t n, AmpcTensorObject *m);
 /* Host reads of CUDA memory that waited for the GPU (ampc_read_to_host
  * counts them; defined in amp_ops.c, read by _C._cuda_host_reads()), so
  * tests can count the host syncs of a training step. */

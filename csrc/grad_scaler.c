@@ -531,6 +531,11 @@ static PyMethodDef scaler_methods[] = {
     {"unscale_", (PyCFunction)ampc_gs_unscale_, METH_O,
      "unscale_(optimizer): divides the optimizer's gradients by the scale "
      "in place, one fused pass that also checks for inf/NaN"},
+    {"clip_grad_norm_", (PyCFunction)(void (*)(void))ampc_gs_clip_grad_norm_,
+     METH_VARARGS | METH_KEYWORDS,
+     "clip_grad_norm_(optimizer, max_norm, norm_type=2.0) -> Tensor: "
+     "unscale_(optimizer) and clip_grad_norm_ of its gradients in two fused "
+     "passes; returns the total norm of the unscaled gradients"},
     {"step", (PyCFunction)(void (*)(void))ampc_gs_step,
      METH_VARARGS | METH_KEYWORDS,
      "step(optimizer, *args, **kwargs): unscale_ if not done yet, then "

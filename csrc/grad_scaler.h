@@ -1,7 +1,7 @@
 /* grad_scaler.h - private to grad_scaler.c and its companions
- * (grad_scaler_scale.c, grad_scaler_unscale.c, grad_scaler_step.c,
- * grad_scaler_update.c, grad_scaler_state.c, grad_scaler_attrs.c): the
- * GradScaler object struct, its warn-once flags
+ * (grad_scaler_scale.c, grad_scaler_unscale.c, grad_scaler_clip.c,
+ * grad_scaler_step.c, grad_scaler_update.c, grad_scaler_state.c,
+ * grad_scaler_attrs.c): the GradScaler object struct, its warn-once flags
  * and stats() records, the module-level objects and the helpers that more
  * than one of them uses.  Included by those files only.
  */
@@ -147,6 +147,22 @@ PyObject *ampc_gs_apply_scale(AmpcGradScalerObject *self, PyObject *val);
 AmpcTensorObject *ampc_gs_tensor_on(AmpcTensorObject *t, ampc_device dev);
 /* GradScaler.unscale_(optimizer). */
 PyObject *ampc_gs_unscale_(AmpcGradScalerObject *self, PyObject *optimizer);
+/* The optimizer's gradients, in param_groups order, as unscale_ collects
+ * and checks them (FP16 refused unless allow_fp16): a new list. */
+PyObject *ampc_gs_grads_list(PyObject *optimizer, int allow_fp16);
+/* unscale_()'s errors for a per-optimizer state already UNSCALED or
+ * STEPPED: 0, or -1 with PyTorch's RuntimeError. */
+int ampc_gs_check_unscale_stage(PyObject *st);
+/* unscale_()'s work once its checks passed: the fused unscale-and-check
+ * of the optimizer's gradients (multiplied by 1/scale, or by the 0-d
+ * float32 tensor inv when not NULL), recorded for stats(), and its state
+ * st made UNSCALED with found_inf_per_device.  0 or -1. */
+int ampc_gs_unscale_with(AmpcGradScalerObject *self, PyObject *optimizer,
+                         PyObject *st, AmpcTensorObject *inv);
+/* GradScaler.clip_grad_norm_(optimizer, max_norm, norm_type=2.0)
+ * (grad_scaler_clip.c). */
+PyObject *ampc_gs_clip_grad_norm_(AmpcGradScalerObject *self,
+                                  PyObject *args, PyObject *kwargs);
 /* GradScaler._check_inf_per_device(optimizer). */
 PyObject *ampc_gs_check_inf_per_device(AmpcGradScalerObject *self,
                                        PyObject *optimizer);

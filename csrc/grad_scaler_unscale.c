@@ -268,9 +268,7 @@ unscale_group_cpu(AmpcGradScalerObject *self, AmpcTensorObject **batch,
         if (ampc_gs_read_scale(self, &scale) < 0) {
             return -1;
         }
-        /* PyTorch: "FP32 division can be imprecise for certain compile
-         * options, so we carry out the reciprocal in FP64." */
-        inv = (float)(1.0 / (double)scale);
+        inv = ampc_amp_inv_scale(scale);
     }
     else if (how->mode == UNSCALE_BY_TENSOR &&
              ampc_gs_read_scalar("GradScaler._unscale_grads_", how->inv,
@@ -516,6 +514,62 @@ done:
 }
 
 PyObject *
+ampc_gs_grads_list(PyObject *optimizer, int allow_fp16)
+{
+    Py_ssize_t n = 0;
+    grad_item *items = collect_grads(optimizer, allow_fp16, &n);
+    if (items == NULL) {
+        return NULL;
+    }
+    PyObject *list = PyList_New(n);
+    for (Py_ssize_t i = 0; list != NULL && i < n; i++) {
+        PyList_SET_ITEM(list, i, Py_NewRef(items[i].grad));
+    }
+    items_free(items, n);
+    return list;
+}
+
+int
+ampc_gs_check_unscale_stage(PyObject *st)
+{
+    PyObject *stage = ampc_gs_state_stage(st);
+    if (stage == ampc_gs_stage_unscaled) {
+        PyErr_SetString(PyExc_RuntimeError,
+                        "unscale_() has already been called on this "
+                        "optimizer since the last update(). (ampc: call "
+                        "unscale_ at most once per optimizer per iteration, "
+                        "after all gradients are accumulated; step() knows "
+                        "that it was unscaled)");
+        return -1;
+    }
+    if (stage == ampc_gs_stage_stepped) {
+        PyErr_SetString(PyExc_RuntimeError,
+                        "unscale_() is being called after step(). (ampc: "
+                        "call unscale_ before step(), or not at all: step() "
+                        "unscales by itself)");
+        return -1;
+    }
+    return 0;
+}
+
+int
+ampc_gs_unscale_with(AmpcGradScalerObject *self, PyObject *optimizer,
+                     PyObject *st, AmpcTensorObject *inv)
+{
+    unscale_how how = {UNSCALE_BY_SCALE, NULL, NULL};
+    if (inv != NULL) {
+        how.mode = UNSCALE_BY_TENSOR;
+        how.inv = inv;
+    }
+    PyObject *found = unscale_grads(self, optimizer, &how, 0, 1);
+    int bad = found == NULL ||
+              PyDict_SetItemString(st, "found_inf_per_device", found) < 0 ||
+              ampc_gs_set_stage(st, ampc_gs_stage_unscaled) < 0;
+    Py_XDECREF(found);
+    return bad ? -1 : 0;
+}
+
+PyObject *
 ampc_gs_unscale_(AmpcGradScalerObject *self, PyObject *optimizer)
 {
     if (!self->is_enabled) {
@@ -528,36 +582,12 @@ ampc_gs_unscale_(AmpcGradScalerObject *self, PyObject *optimizer)
     if (st == NULL) {
         return NULL;
     }
-    PyObject *stage = ampc_gs_state_stage(st);
-    if (stage == ampc_gs_stage_unscaled) {
-        PyErr_SetString(PyExc_RuntimeError,
-                        "unscale_() has already been called on this "
-                        "optimizer since the last update(). (ampc: call "
-                        "unscale_ at most once per optimizer per iteration, "
-                        "after all gradients are accumulated; step() knows "
-                        "that it was unscaled)");
-        Py_DECREF(st);
-        return NULL;
-    }
-    if (stage == ampc_gs_stage_stepped) {
-        PyErr_SetString(PyExc_RuntimeError,
-                        "unscale_() is being called after step(). (ampc: "
-                        "call unscale_ before step(), or not at all: step() "
-                        "unscales by itself)");
-        Py_DECREF(st);
-        return NULL;
-    }
-    unscale_how how = {UNSCALE_BY_SCALE, NULL, NULL};
-    PyObject *found = unscale_grads(self, optimizer, &how, 0, 1);
-    if (found == NULL ||
-        PyDict_SetItemString(st, "found_inf_per_device", found) < 0 ||
-        ampc_gs_set_stage(st, ampc_gs_stage_unscaled) < 0) {
-        Py_XDECREF(found);
-        Py_DECREF(st);
-        return NULL;
-    }
-    Py_DECREF(found);
+    int bad = ampc_gs_check_unscale_stage(st) < 0 ||
+              ampc_gs_unscale_with(self, optimizer, st, NULL) < 0;
     Py_DECREF(st);
+    if (bad) {
+        return NULL;
+    }
     Py_RETURN_NONE;
 }
 

@@ -294,19 +294,25 @@ typedef int (*ampc_cuda_amp_update_scale_fn)(float *scale, int64_t *tracker,
                                              int64_t fused_steps);
 
 /* clip_grad_norm_'s total norm of l (device pointers; every tensor n > 0
- * elements unless p is finite), as csrc/amp_ops.c computes it on the CPU
- * (PyTorch's _get_total_norm): per-tensor accumulators in double from
+ * elements unless p is finite), as csrc/grad_norm_ops.c computes it on the
+ * CPU (PyTorch's _get_total_norm): per-tensor accumulators in double from
  * fixed pieces folded in order (deterministic), each tensor's norm rounded
  * to its dtype, the norm of those written to *total (device, one element
- * of the float dtype out_dt).  amp_reduce.h has the per-value math. */
+ * of the float dtype out_dt).  scale (one device float, or NULL): the
+ * tensors are scaled gradients and each tensor's norm is unscaled before
+ * it is rounded (GradScaler.clip_grad_norm_).  amp_reduce.h has the
+ * per-value math. */
 typedef int (*ampc_cuda_grad_norm_fn)(const ampc_tensor_list *l, double p,
-                                      ampc_dtype out_dt, void *total);
+                                      const float *scale, ampc_dtype out_dt,
+                                      void *total);
 
 /* *coef (device float) = amp_reduce.h ampc_clip_coef(norm_dt, *total_norm,
- * max_norm), total_norm one device element of the float dtype norm_dt. */
+ * max_norm), total_norm one device element of the float dtype norm_dt;
+ * with scale (one device float, or NULL) ampc_clip_multiplier's unscale-
+ * and-clip multiplier instead. */
 typedef int (*ampc_cuda_clip_coef_fn)(const void *total_norm,
                                       ampc_dtype norm_dt, double max_norm,
-                                      float *coef);
+                                      const float *scale, float *coef);
 
 // ----------------------------------------------------------------------------
 // NN kernels and fused optimizer steps (cuda/relu.cu, cuda/pool.cu,

@@ -272,7 +272,7 @@ amp_unscale_kernel(const __grid_constant__ amp_launch a,
             inv_shared = 1.0f;
         }
         else if (mode == INV_RECIPROCAL) {
-            inv_shared = (float)(1.0 / (double)*inv_scale);
+            inv_shared = ampc_amp_inv_scale(*inv_scale);
         }
         else {
             inv_shared = *inv_scale;
@@ -460,7 +460,7 @@ grad_norm_piece_kernel(const __grid_constant__ amp_launch a, double p,
  * part[first_block[t] ..), folded in a fixed order. */
 __global__ void
 grad_norm_tensor_kernel(const __grid_constant__ amp_launch a, double p,
-                        const double *part, double *tn)
+                        const float *scale, const double *part, double *tn)
 {
     int t = (int)blockIdx.x;
     amp_norm_merge_op op = {p};
@@ -471,7 +471,8 @@ grad_norm_tensor_kernel(const __grid_constant__ amp_launch a, double p,
     }
     acc = amp_block_reduce<double>(acc, ampc_norm_identity(p), op);
     if (threadIdx.x == 0) {
-        tn[t] = ampc_norm_of_tensor((ampc_dtype)a.dtype[t], p, acc);
+        float inv = scale != NULL ? ampc_amp_inv_scale(*scale) : 1.0f;
+        tn[t] = ampc_norm_of_tensor((ampc_dtype)a.dtype[t], p, acc, inv);
     }
 }
 
@@ -512,10 +513,11 @@ grad_norm_total_kernel(const double *tn, int64_t n, double p,
     }
 }
 
-/* grid 1, block 1: *coef = amp_reduce.h's clip coefficient. */
+/* grid 1, block 1: *coef = amp_reduce.h's clip coefficient, or with a
+ * scale its unscale-and-clip multiplier. */
 __global__ void
 clip_coef_kernel(const void *total_norm, ampc_dtype dt, double max_norm,
-                 float *coef)
+                 const float *scale, float *coef)
 {
     float v;
     if (dt == AMPC_FLOAT16) {
@@ -527,7 +529,9 @@ clip_coef_kernel(const void *total_norm, ampc_dtype dt, double max_norm,
     else {
         v = *(const float *)total_norm;
     }
-    *coef = ampc_clip_coef(dt, v, max_norm);
+    *coef = scale != NULL ? ampc_clip_multiplier(dt, v, max_norm,
+                                                 ampc_amp_inv_scale(*scale))
+                          : ampc_clip_coef(dt, v, max_norm);
 }
 
 // ----------------------------------------------------------------------------
@@ -653,8 +657,8 @@ grad_norm_pieces(const amp_launch &a, double p, double *part,
 /* l: n >= 1 tensors (device pointers) -> *total (device, out_dt).  Scratch:
  * the parts of one launch and the n per-tensor norms. */
 extern "C" int
-ampc_grad_norm_cuda(const ampc_tensor_list *l, double p, ampc_dtype out_dt,
-                    void *total)
+ampc_grad_norm_cuda(const ampc_tensor_list *l, double p, const float *scale,
+                    ampc_dtype out_dt, void *total)
 {
     if (l->n < 1) {
         ampc_cuda_record_error(__FILE__, __LINE__, "grad_norm: no tensor",
@@ -695,7 +699,7 @@ ampc_grad_norm_cuda(const ampc_tensor_list *l, double p, ampc_dtype out_dt,
         }
         if (rc == 0) {
             grad_norm_tensor_kernel<<<a.n, AMP_THREADS, 0, stream>>>(
-                a, p, (const double *)part, (double *)tn + first);
+                a, p, scale, (const double *)part, (double *)tn + first);
             rc = (int)cudaGetLastError();
         }
     }
@@ -713,13 +717,14 @@ ampc_grad_norm_cuda(const ampc_tensor_list *l, double p, ampc_dtype out_dt,
     return rc;
 }
 
-/* total_norm: one device element of norm_dt; coef: one device float. */
+/* total_norm: one device element of norm_dt; scale (or NULL), coef: one
+ * device float each. */
 extern "C" int
 ampc_clip_coef_cuda(const void *total_norm, ampc_dtype norm_dt,
-                    double max_norm, float *coef)
+                    double max_norm, const float *scale, float *coef)
 {
     clip_coef_kernel<<<1, 1, 0, ampc_cuda_stream()>>>(total_norm, norm_dt,
-                                                       max_norm, coef);
+                                                       max_norm, scale, coef);
     AMPC_CUDA_CHECK_LAUNCH();
     return 0;
 }
