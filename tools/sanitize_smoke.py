@@ -121,13 +121,16 @@ def optimizers_and_amp(dev):
                     ampc.optim.AdamW(model.parameters(), lr=1e-3,
                                      amsgrad=True, fused=fused)):
             scaler = ampc.amp.GradScaler(dev, init_scale=2.0 ** 10)
-            for _ in range(2):
+            for step in range(2):
                 opt.zero_grad()
                 with ampc.autocast(dev, dtype=ampc.float16):
                     loss = model(x).float().pow(2).mean()
                 scaler.scale(loss).backward()
-                scaler.unscale_(opt)
-                ampc.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+                if step == 0:
+                    scaler.unscale_(opt)
+                    ampc.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+                else:           # the fused unscale-and-clip
+                    scaler.clip_grad_norm_(opt, 1.0)
                 scaler.step(opt)
                 scaler.update()
             scaler.stats()
