@@ -7,7 +7,8 @@ per-optimizer stage enum.  ``suggest_autocast()`` says which dtype (and
 whether a scaler) suits this machine, and why.  ``custom_fwd`` /
 ``custom_bwd`` bring custom autograd Functions under autocast, as PyTorch's;
 ``register_op`` gives any function an autocast policy; ``detect_overflow``
-finds the layer where inf/NaN first appeared.
+finds the layer where inf/NaN first appeared; ``layer_report`` times a
+training step layer by layer and says what keeps AMP from being faster.
 
 >>> import ampc
 >>> scaler = ampc.amp.GradScaler("cpu", init_scale=1024.0)
@@ -26,7 +27,9 @@ from .._C import autocast  # csrc/autocast.c: the same object as ampc.autocast
 from .advice import AutocastChoice, suggest_autocast
 from .custom_ops import custom_bwd, custom_fwd, register_op
 from .overflow import OverflowRecord, OverflowReport, detect_overflow
+from .perf import LayerReport, LayerTiming, layer_report
 
-__all__ = ["AutocastChoice", "GradScaler", "OptState", "OverflowRecord",
-           "OverflowReport", "autocast", "custom_bwd", "custom_fwd",
-           "detect_overflow", "register_op", "suggest_autocast"]
+__all__ = ["AutocastChoice", "GradScaler", "LayerReport", "LayerTiming",
+           "OptState", "OverflowRecord", "OverflowReport", "autocast",
+           "custom_bwd", "custom_fwd", "detect_overflow", "layer_report",
+           "register_op", "suggest_autocast"]
