@@ -490,3 +490,15 @@ def test_docstrings():
                 runner, cli):
         result = doctest.testmod(mod, optionflags=doctest.ELLIPSIS)
         assert result.failed == 0, mod.__name__
+
+
+def test_layers_prints_a_layer_report_per_precision(capsys):
+    assert main(["--layers", "--device", "cpu", "--batch-size", "4",
+                 "--precision", "fp32,bf16"]) == 0
+    out = capsys.readouterr().out
+    assert out.count("layer_report: cpu, ") == 2
+    assert "FP32, batch 4:" in out and "autocast bfloat16" in out
+    for layer in ("features.0", "features.3", "classifier.0",
+                  "classifier.2"):
+        assert out.count(layer) == 2
+    assert "GEMM layers (conv, linear): " in out

@@ -4,8 +4,9 @@
 # the build (pip install --no-build-isolation -e .: no package index is
 # reached), which must have compiled CUDA; every test marked `cuda`; a
 # short CPU smoke subset; the lab for one epoch in FP32, AMP-fp16 and
-# AMP-bf16 on the GPU; benchmarks/bench_cuda.py --quick and
-# bench_overhead.py (host time per step); with a minute left,
+# AMP-bf16 on the GPU; benchmarks/bench_cuda.py --quick,
+# bench_overhead.py (host time per step) and the lab's layer-by-layer
+# timings (python -m ampc.lab --layers); with a minute left,
 # compute-sanitizer over tools/sanitize_smoke.py.  Each stage runs
 # even when an earlier one failed (one run gives the most information);
 # the exit code is nonzero when any stage failed.  Logs go to
@@ -180,6 +181,8 @@ stage bench 120 "$PYTHON" benchmarks/bench_cuda.py --quick \
     --json "$OUT/bench.json"
 stage overhead 60 "$PYTHON" benchmarks/bench_overhead.py --device cuda \
     --steps 200
+# where the step's time goes, layer by layer, per precision
+stage layers 40 "$PYTHON" -m ampc.lab --device cuda --layers --no-progress
 # last and optional: only with a minute of the budget left
 if [ $((BUDGET - ($(date +%s) - T0) - 15)) -ge 60 ]; then
     stage sanitize 120 sanitize
@@ -229,6 +232,11 @@ for line in read("stages.tsv").splitlines():
                          [f"{r[0]} ampc {r[1]} us" +
                           (f" torch {r[2]} us" if len(r) > 2 else "")
                           for r in rows])
+    if name == "layers":
+        steps = re.findall(r"autocast (\w+), ([\d.]+) ms per step",
+                           read("layers.log"))
+        note = "; ".join(([note] if note else []) +
+                         [f"{d} {ms} ms/step" for d, ms in steps])
     if name == "sanitize":
         said = [l.strip() for l in read("sanitize.log").splitlines()
                 if "ERROR SUMMARY" in l or l.startswith(

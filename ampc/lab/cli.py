@@ -127,7 +127,28 @@ def build_parser():
                    "to PATH (needs matplotlib)")
     p.add_argument("--no-progress", action="store_true",
                    help="no progress bars")
+    p.add_argument("--layers", action="store_true",
+                   help="instead of training, time one training step of "
+                   "the SimpleCNN layer by layer for each --precision at "
+                   "--batch-size on --device (ampc.amp.layer_report): "
+                   "each layer's share of the step and what keeps it off "
+                   "the tensor cores")
     return p
+
+
+def _print_layer_reports(args, device, batch_size):
+    """--layers: ampc.amp.layer_report of the lab's step, per precision."""
+    from .. import amp, manual_seed, randn
+    from .model import SimpleCNN
+    manual_seed(args.seed)
+    model = SimpleCNN().to(device)
+    x = randn(batch_size, 3, 32, 32, device=device)
+    for name in args.precision:
+        print(f"{PRECISIONS[name].label}, batch {batch_size}:")
+        print(amp.layer_report(model, x,
+                               dtype=PRECISIONS[name].autocast_dtype))
+        print()
+    return 0
 
 
 def _resolve_device(parser, text):
@@ -226,6 +247,8 @@ def main(argv=None):
             parser.error(str(e))
     is_lab = args.preset == "lab"
     s = _settings(args, PRESETS[args.preset])
+    if args.layers:
+        return _print_layer_reports(args, device, s["batch_size"])
     out = sys.stdout
 
     def say(text=""):
