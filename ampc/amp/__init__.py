@@ -29,7 +29,20 @@ from .custom_ops import custom_bwd, custom_fwd, register_op
 from .overflow import OverflowRecord, OverflowReport, detect_overflow
 from .perf import LayerReport, LayerTiming, layer_report
 
+
+def is_autocast_available(device_type):
+    """True when autocast supports ``device_type`` ("cpu" and "cuda"; as
+    PyTorch, whether or not a GPU is present).
+
+    >>> is_autocast_available("cpu")
+    True
+    """
+    from .._dtype_device import device
+    return device(device_type).type in ("cpu", "cuda")
+
+
 __all__ = ["AutocastChoice", "GradScaler", "LayerReport", "LayerTiming",
            "OptState", "OverflowRecord", "OverflowReport", "autocast",
-           "custom_bwd", "custom_fwd", "detect_overflow", "layer_report",
+           "custom_bwd", "custom_fwd", "detect_overflow",
+           "is_autocast_available", "layer_report",
            "register_op", "suggest_autocast"]

@@ -22,14 +22,14 @@ import collections
 import math
 
 from .. import _C
+from .._finfo import finfo
 from ..autograd import no_grad
 
 __all__ = ["OverflowRecord", "OverflowReport", "detect_overflow"]
 
 _TB = _C.TensorBase
 _FLOATS = ("float32", "float16", "bfloat16")
-_MAX = {"float32": 3.4028234663852886e38, "float16": 65504.0,
-        "bfloat16": 3.3895313892515355e38}
+_MAX = {name: finfo(getattr(_C, name)).max for name in _FLOATS}
 
 
 class OverflowRecord(collections.namedtuple(
