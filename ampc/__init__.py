@@ -109,3 +109,21 @@ _amp_foreach_non_finite_check_and_unscale_ = \
 _amp_update_scale_ = _C._amp_update_scale_
 
 __all__ += ["amp", "testing"]
+
+# PyTorch dtypes ampc does not have: a clear error instead of a bare
+# AttributeError (a script's `dtype=torch.int32` names it at import time)
+_MISSING_DTYPES = frozenset((
+    "float64", "double", "int32", "int", "int16", "short", "int8", "uint8",
+    "uint16", "uint32", "uint64", "complex64", "cfloat", "complex128",
+    "cdouble", "complex32", "chalf", "float8_e4m3fn", "float8_e5m2",
+    "float8_e4m3fnuz", "float8_e5m2fnuz", "qint8", "quint8", "qint32"))
+
+
+def __getattr__(name):
+    if name in _MISSING_DTYPES:
+        raise AttributeError(
+            f"module 'ampc' has no attribute '{name}': ampc has no {name} "
+            "dtype; its dtypes are float32 (float), float16 (half), "
+            "bfloat16, int64 (long) and bool, and autocast takes float16 "
+            "or bfloat16")
+    raise AttributeError(f"module 'ampc' has no attribute '{name}'")

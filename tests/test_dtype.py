@@ -297,3 +297,15 @@ def test_to_bits_from_bits_roundtrip():
         t = ampc._C.from_bits(u, dt)
         assert t.dtype is dt
         assert np.array_equal(ampc._C.to_bits(t), u)
+
+
+@pytest.mark.parametrize("name", ["int32", "float64", "double", "int",
+                                  "uint8", "complex64"])
+def test_pytorch_dtypes_ampc_lacks_say_which_it_has(name):
+    with pytest.raises(AttributeError, match=rf"ampc has no {name} dtype; "
+                       r"its dtypes are float32 \(float\), float16 "):
+        getattr(ampc, name)
+    assert not hasattr(ampc, name)
+    with pytest.raises(AttributeError, match="^module 'ampc' has no "
+                       "attribute 'no_such_thing'$"):
+        ampc.no_such_thing
