@@ -87,6 +87,7 @@ class Tensor(_TensorConvert, _TensorOps, _TB):
     # method), as with torch.
     __array_priority__ = 1000
     _tensor_hooks = None        # a leaf's register_hook hooks
+    _post_accumulate_hooks = None
 
     def __new__(cls, *args, device=None):
         """PyTorch's legacy constructor: ``Tensor()`` is empty,
@@ -298,6 +299,36 @@ class Tensor(_TensorConvert, _TensorOps, _TB):
         hooks = owner._tensor_hooks
         if hooks is None:
             hooks = owner._tensor_hooks = collections.OrderedDict()
+        handle = RemovableHandle(hooks)
+        hooks[handle.id] = hook
+        return handle
+
+    def register_post_accumulate_grad_hook(self, hook):
+        """Call ``hook(tensor)`` after backward has accumulated into this
+        leaf's ``.grad`` (not under ``autograd.grad``, which accumulates
+        nothing): where an optimizer can step one parameter as soon as its
+        gradient is ready.  Returns a handle whose ``remove()``
+        unregisters it.
+
+        >>> import ampc
+        >>> w = ampc.ones(2, requires_grad=True)
+        >>> h = w.register_post_accumulate_grad_hook(
+        ...     lambda p: print(p.grad.tolist()))
+        >>> (w * 3).sum().backward()
+        [3.0, 3.0]
+        """
+        from .utils.hooks import RemovableHandle  # (utils imports tensor)
+        if not self.requires_grad:
+            raise RuntimeError(
+                "cannot register a hook on a tensor that doesn't require "
+                "gradient")
+        if self.grad_fn is not None:
+            raise RuntimeError(
+                "post accumulate grad hooks cannot be registered on non-leaf "
+                "tensors")
+        hooks = self._post_accumulate_hooks
+        if hooks is None:
+            hooks = self._post_accumulate_hooks = collections.OrderedDict()
         handle = RemovableHandle(hooks)
         hooks[handle.id] = hook
         return handle

@@ -303,3 +303,34 @@ def test_forward_hook_output_replacement_matches_torch(rng):
         res[lib] = x.grad
     assert_close(res[ampc], res[torch].numpy().astype(np.float64),
                  "float32", k=4)
+
+
+def test_post_accumulate_grad_hook_steps_a_parameter_in_backward():
+    """The optimizer-in-backward pattern: each parameter updated as soon as
+    its gradient is accumulated, then its .grad dropped."""
+    w = ampc.tensor([1.0, 2.0], requires_grad=True)
+    seen = []
+
+    def sgd_now(p):
+        seen.append(to64(p.grad).tolist())
+        with ampc.no_grad():
+            p.sub_(p.grad * 0.5)
+        p.grad = None
+    h = w.register_post_accumulate_grad_hook(sgd_now)
+    (w * w).sum().backward()
+    assert seen == [[2.0, 4.0]] and w.grad is None
+    assert to64(w).tolist() == [0.0, 0.0]
+    ampc.autograd.grad((w * 3).sum(), [w])      # accumulates nothing
+    assert len(seen) == 1
+    h.remove()
+    (w * 3).sum().backward()
+    assert len(seen) == 1 and to64(w.grad).tolist() == [3.0, 3.0]
+
+
+def test_post_accumulate_grad_hook_errors():
+    with pytest.raises(RuntimeError, match="doesn't require gradient"):
+        ampc.ones(2).register_post_accumulate_grad_hook(lambda p: None)
+    y = ampc.ones(2, requires_grad=True) * 2
+    with pytest.raises(RuntimeError, match="post accumulate grad hooks "
+                       "cannot be registered on non-leaf tensors"):
+        y.register_post_accumulate_grad_hook(lambda p: None)

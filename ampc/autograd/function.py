@@ -88,6 +88,9 @@ class AccumulateGrad(Node):
         if engine_state is not None and engine_state.capture(self, grad):
             return ()
         _accumulate_into(var, grad, owned)
+        if var._post_accumulate_hooks:
+            for hook in tuple(var._post_accumulate_hooks.values()):
+                hook(var)
         return ()
 
 
