@@ -1,7 +1,8 @@
 """Writes examples/amp_lab.ipynb, the notebook that walks through the lab
 with ampc: the data, one FP32 and one AMP step, why the loss is scaled, the
 lab's table and plots on small sizes, the scaler backing off from an
-overflow, and the practice questions' mistakes caught by ampc.
+overflow, the practice questions' mistakes caught by ampc, and ampc's
+overflow finder, scale-aware clip and layer-by-layer timings.
 
     python examples/make_amp_lab_notebook.py            # cells only
     python examples/make_amp_lab_notebook.py --execute  # with outputs
@@ -333,12 +334,45 @@ def step():
 
 caught(step)"""),
     ("markdown", """\
-## 6. From the command line
+## 6. Beyond PyTorch: where an overflow began, a clip that knows the scale
+
+`torch.amp.detect_overflow(model)` checks every layer's output and the \
+gradient of that output, and says where inf/NaN first appeared; here the \
+too-large scale of section 4 overflows a float16 gradient in backward. \
+`scaler.clip_grad_norm_(optimizer, max_norm)` is `unscale_` plus \
+`clip_grad_norm_` in one call, and returns the true (unscaled) norm to log."""),
+    ("code", """\
+torch.manual_seed(0)
+model = SimpleCNN().to(device)
+optimizer = optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+scaler = torch.amp.GradScaler(device.type, init_scale=2.0**40)
+with torch.amp.detect_overflow(model) as report:
+    with torch.autocast(device.type, dtype=torch.float16):
+        loss = criterion(model(inputs), labels)
+    scaler.scale(loss).backward()
+print(report)
+optimizer.zero_grad()
+scaler = torch.amp.GradScaler(device.type)
+with torch.autocast(device.type, dtype=torch.float16):
+    loss = criterion(model(inputs), labels)
+scaler.scale(loss).backward()
+norm = scaler.clip_grad_norm_(optimizer, max_norm=1.0)
+print(f"gradient norm before clipping: {norm.item():.4f} "
+      f"(the scale was {scaler.get_scale():g})")"""),
+    ("markdown", """\
+`torch.amp.layer_report(model, inputs)` times a training step layer by \
+layer and notes what keeps a layer off the GPU's tensor cores (on the CPU, \
+that 16-bit math runs at float32's speed)."""),
+    ("code", """\
+print(torch.amp.layer_report(model, inputs, steps=2))"""),
+    ("markdown", """\
+## 7. From the command line
 
 ```bash
 python -m ampc.lab                  # the quick run: minutes on 2 cores
 python -m ampc.lab --preset lab     # the lab's settings: 5 epochs, 50,000
 python -m ampc.lab --precision fp32,bf16 --json lab.json --plot lab.png
+python -m ampc.lab --layers         # one step, timed layer by layer
 ```
 
 The lab's two scripts, unchanged but for their imports, are beside this \

@@ -153,3 +153,17 @@ def test_record_text_and_headroom():
     assert rec.finite and rec.headroom_used == pytest.approx(0.5)
     assert str(rec) == ("forward  fc (Linear) output float16: absmax 3.275e+04"
                         " (50.0% of max); input absmax 1.5")
+
+
+def test_a_scale_too_large_overflows_at_the_models_output():
+    model = mlp()
+    scaler = ampc.amp.GradScaler("cpu", init_scale=2.0 ** 40)
+    with detect_overflow(model) as report:
+        with ampc.autocast("cpu", dtype=ampc.float16):
+            out = model(ampc.randn(3, 4))
+        scaler.scale(out.sum()).backward()
+    first = report.first_nonfinite("backward")
+    assert first.module == "4" and report.context("backward") == []
+    assert "it arrived so from the loss, outside the model: with a " \
+        "GradScaler, the scaled loss's gradient overflows float16" in \
+        str(report)

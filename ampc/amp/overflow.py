@@ -158,14 +158,19 @@ class OverflowReport:
                    f"({rec.kind}): {why}"
         else:
             head = (f"backward: the gradient first became non-finite at the "
-                    f"output of '{name}' ({rec.kind}): the backward of the "
-                    "layer that consumes that output made it")
+                    f"output of '{name}' ({rec.kind}): ")
             before = self.context(phase)
             if before:
                 last = before[-1]
-                head += (f" (the last gradient checked before, finite, was "
-                         f"that of '{last.module or '(model)'}' "
+                head += ("the backward of the layer that consumes that "
+                         "output made it (the last gradient checked before, "
+                         f"finite, was that of '{last.module or '(model)'}' "
                          f"({last.kind})'s output)")
+            else:
+                head += ("it arrived so from the loss, outside the model: "
+                         "with a GradScaler, the scaled loss's gradient "
+                         f"overflows {rec.dtype} (the scale is too large; "
+                         "the scaler skips the step and backs off)")
         lines = [head] + [f"  {r}" for r in self.context(phase)] + \
             [f"> {rec}"]
         return "\n".join(lines)
