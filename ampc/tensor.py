@@ -289,19 +289,16 @@ class Tensor(_TensorConvert, _TensorOps, _TB):
         tensor([30., 30.])
         >>> h.remove()
         """
+        from .utils.hooks import add_hook  # (utils imports tensor)
+        self._check_hookable()
+        node = _fresh_grad_fn(self)
+        return add_hook(self if node is None else node, "_tensor_hooks", hook)
+
+    def _check_hookable(self):
         if not self.requires_grad:
             raise RuntimeError(
                 "cannot register a hook on a tensor that doesn't require "
                 "gradient")
-        from .utils.hooks import RemovableHandle  # (utils imports tensor)
-        node = _fresh_grad_fn(self)
-        owner = self if node is None else node
-        hooks = owner._tensor_hooks
-        if hooks is None:
-            hooks = owner._tensor_hooks = collections.OrderedDict()
-        handle = RemovableHandle(hooks)
-        hooks[handle.id] = hook
-        return handle
 
     def register_post_accumulate_grad_hook(self, hook):
         """Call ``hook(tensor)`` after backward has accumulated into this
@@ -317,21 +314,13 @@ class Tensor(_TensorConvert, _TensorOps, _TB):
         >>> (w * 3).sum().backward()
         [3.0, 3.0]
         """
-        from .utils.hooks import RemovableHandle  # (utils imports tensor)
-        if not self.requires_grad:
-            raise RuntimeError(
-                "cannot register a hook on a tensor that doesn't require "
-                "gradient")
+        from .utils.hooks import add_hook  # (utils imports tensor)
+        self._check_hookable()
         if self.grad_fn is not None:
             raise RuntimeError(
                 "post accumulate grad hooks cannot be registered on non-leaf "
                 "tensors")
-        hooks = self._post_accumulate_hooks
-        if hooks is None:
-            hooks = self._post_accumulate_hooks = collections.OrderedDict()
-        handle = RemovableHandle(hooks)
-        hooks[handle.id] = hook
-        return handle
+        return add_hook(self, "_post_accumulate_hooks", hook)
 
     # -- copies and views ----------------------------------------------------
 

@@ -9,6 +9,7 @@
 >>> len(hooks)
 0
 """
+import collections
 import itertools
 import weakref
 
@@ -45,3 +46,15 @@ class RemovableHandle:
 
     def __exit__(self, *exc):
         self.remove()
+
+
+def add_hook(owner, attr, hook):
+    """Register ``hook`` in the ordered table ``owner.<attr>`` (made at the
+    first hook) and return its handle."""
+    hooks = getattr(owner, attr)
+    if hooks is None:
+        hooks = collections.OrderedDict()
+        setattr(owner, attr, hooks)
+    handle = RemovableHandle(hooks)
+    hooks[handle.id] = hook
+    return handle
