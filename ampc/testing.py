@@ -350,16 +350,13 @@ def count_nonfinite(tensors):
                 ts.append(x.grad)
         else:
             ts.append(_target(x, "count_nonfinite"))
-    # one pass per device: the fused op takes the tensors of one device,
-    # with its found_inf and inv_scale there too
+    # one pass per device: the fused op takes the tensors of one device
     by_device = {}
     for t in ts:
         by_device.setdefault(str(t.device), []).append(t)
     inf = nan = 0
-    for device, group in by_device.items():
-        found = _C.full((1,), 0.0, _C.float32).to(device)
-        one = _C.full((1,), 1.0, _C.float32).to(device)
-        counts = _C._amp_unscale_counts_(group, found, one)
+    for group in by_device.values():
+        counts = _C._amp_count_nonfinite(group)
         inf += sum(c[0] for c in counts)
         nan += sum(c[1] for c in counts)
     return {"inf": inf, "nan": nan}

@@ -422,12 +422,12 @@ ampc_amp_check_grads(const char *kernel, const char *arg, PyObject *seq,
 // ----------------------------------------------------------------------------
 // _amp_foreach_non_finite_check_and_unscale_
 
-/* The CUDA pass of the Python op: inv and found stay on the device; the
- * telemetry, when asked for (counts: n host entries), is read back, the
- * one host wait of this op. */
+/* The CUDA pass of the Python ops: inv (NULL with AMPC_AMP_CHECK_ONLY) and
+ * found stay on the device; the telemetry, when asked for (counts: n host
+ * entries), is read back, the one host wait of these ops. */
 static int
 unscale_cuda(const char *fn, AmpcTensorObject *const *ts, Py_ssize_t n,
-             AmpcTensorObject *inv, AmpcTensorObject *found,
+             AmpcTensorObject *inv, int flags, AmpcTensorObject *found,
              ampc_amp_counts *counts)
 {
     AmpcTensorObject *dev_counts = NULL;
@@ -439,7 +439,8 @@ unscale_cuda(const char *fn, AmpcTensorObject *const *ts, Py_ssize_t n,
         }
     }
     int rc = ampc_amp_unscale_tensors_cuda(
-        ts, n, (const float *)inv->data, 0, (float *)found->data,
+        ts, n, inv != NULL ? (const float *)inv->data : NULL, flags,
+        (float *)found->data,
         dev_counts ? (ampc_amp_counts *)dev_counts->data : NULL);
     if (rc == 0 && counts != NULL) {
         rc = ampc_read_to_host(fn, dev_counts, counts,
@@ -447,6 +448,24 @@ unscale_cuda(const char *fn, AmpcTensorObject *const *ts, Py_ssize_t n,
     }
     Py_XDECREF(dev_counts);
     return rc;
+}
+
+/* [(inf, nan, zero, subnormal)] for the n tensors' counts. */
+static PyObject *
+counts_list(const ampc_amp_counts *counts, Py_ssize_t n)
+{
+    PyObject *result = PyList_New(n);
+    for (Py_ssize_t i = 0; result != NULL && i < n; i++) {
+        PyObject *c = Py_BuildValue(
+            "(LLLL)", (long long)counts[i].inf, (long long)counts[i].nan,
+            (long long)counts[i].zero, (long long)counts[i].subnormal);
+        if (c == NULL) {
+            Py_CLEAR(result);
+            break;
+        }
+        PyList_SET_ITEM(result, i, c);
+    }
+    return result;
 }
 
 /* scaled_grads (n tensors) <- scaled_grads * inv_scale; found_inf <- 1.0
@@ -500,7 +519,7 @@ unscale_common(PyObject *args, const char *fn, int want_counts)
     if (type == AMPC_DEV_CUDA) {
         if (ampc_amp_check_same_device(ts[0]->device, inv) < 0 ||
             ampc_amp_check_same_device(ts[0]->device, found) < 0 ||
-            unscale_cuda(fn, ts, n, inv, found, counts) < 0) {
+            unscale_cuda(fn, ts, n, inv, 0, found, counts) < 0) {
             goto error;
         }
     }
@@ -509,22 +528,7 @@ unscale_common(PyObject *args, const char *fn, int want_counts)
         goto error;
     }
     found->storage->version++;
-    if (!want_counts) {
-        result = Py_NewRef(Py_None);
-    }
-    else {
-        result = PyList_New(n);
-        for (Py_ssize_t i = 0; result != NULL && i < n; i++) {
-            PyObject *c = Py_BuildValue(
-                "(LLLL)", (long long)counts[i].inf, (long long)counts[i].nan,
-                (long long)counts[i].zero, (long long)counts[i].subnormal);
-            if (c == NULL) {
-                Py_CLEAR(result);
-                break;
-            }
-            PyList_SET_ITEM(result, i, c);
-        }
-    }
+    result = want_counts ? counts_list(counts, n) : Py_NewRef(Py_None);
 error:
     PyMem_Free(counts);
     Py_DECREF(seq);
@@ -542,6 +546,59 @@ static PyObject *
 op_amp_unscale_counts_(PyObject *module, PyObject *args)
 {
     return unscale_common(args, "_amp_unscale_counts_", 1);
+}
+
+/* _amp_count_nonfinite(tensors): the fused pass with inv_scale 1 and no
+ * found_inf, which writes nothing: no version moves, so tensors that
+ * autograd saved stay usable (detect_overflow checks layer outputs). */
+static PyObject *
+op_amp_count_nonfinite(PyObject *module, PyObject *arg)
+{
+    static const char *fn = "_amp_count_nonfinite";
+    PyObject *seq = ampc_amp_tensor_seq(fn, arg);
+    if (seq == NULL) {
+        return NULL;
+    }
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    if (n == 0) {
+        Py_DECREF(seq);
+        return PyList_New(0);
+    }
+    PyObject *result = NULL;
+    AmpcTensorObject *found = NULL;
+    AmpcTensorObject **ts = (AmpcTensorObject **)PySequence_Fast_ITEMS(seq);
+    int type = ampc_amp_op_device_type(NULL, 0, seq);
+    ampc_amp_counts *counts = PyMem_Calloc((size_t)n,
+                                           sizeof(ampc_amp_counts));
+    if (counts == NULL) {
+        PyErr_NoMemory();
+        goto error;
+    }
+    if (ampc_amp_check_grads(fn, "tensors", seq, type) < 0) {
+        goto error;
+    }
+    if (type == AMPC_DEV_CUDA) {
+        int64_t one = 1;
+        found = ampc_tensor_empty(1, &one, AMPC_FLOAT32, ts[0]->device);
+        if (found == NULL ||
+            unscale_cuda(fn, ts, n, NULL,
+                         AMPC_AMP_CHECK_ONLY | AMPC_AMP_ZERO_FOUND, found,
+                         counts) < 0) {
+            goto error;
+        }
+    }
+    else {
+        float found_host = 0.0f;
+        if (ampc_amp_unscale_tensors(ts, n, 1.0f, &found_host, counts) < 0) {
+            goto error;
+        }
+    }
+    result = counts_list(counts, n);
+error:
+    Py_XDECREF(found);
+    PyMem_Free(counts);
+    Py_DECREF(seq);
+    return result;
 }
 
 // ----------------------------------------------------------------------------
@@ -643,6 +700,9 @@ PyMethodDef ampc_amp_methods[] = {
     {"_amp_unscale_counts_", op_amp_unscale_counts_, METH_VARARGS,
      "_amp_unscale_counts_(scaled_grads, found_inf, inv_scale) -> [(inf, "
      "nan, zero, subnormal)] per tensor, from the same single pass"},
+    {"_amp_count_nonfinite", op_amp_count_nonfinite, METH_O,
+     "_amp_count_nonfinite(tensors) -> [(inf, nan, zero, subnormal)] per "
+     "tensor (one device), in one fused pass that writes nothing"},
     {"_amp_update_scale_", op_amp_update_scale_, METH_VARARGS,
      "_amp_update_scale_(scale, growth_tracker, found_inf, growth_factor, "
      "backoff_factor, growth_interval) -> scale (updated in place; the "

@@ -264,6 +264,39 @@ def test_versions_move_on_writes_only(cpu_level):
     assert g._version > v0
 
 
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_count_nonfinite_writes_nothing(cpu_level, dtype):
+    """_amp_count_nonfinite: the check-only pass, whose counts match the
+    oracle's at inv_scale 1, on odd sizes, a strided view and a planted
+    inf and NaN; no bit and no version moves."""
+    rng = np.random.default_rng(9)
+    values = [grad_values(rng, n, dtype) for n in (1, 7, 33, 1031)]
+    values[1][3] = math.inf
+    values[3][5] = math.nan
+    values[3][6] = -math.inf
+    ts = [from_values(v, dtype) for v in values]
+    base = from_values(np.tile(values[2], 2), dtype)
+    ts.append(base[::2])
+    values.append(np.tile(values[2], 2)[::2])
+    pattern = (lambda t: to64(t).view(np.uint64)) if dtype == "float32" \
+        else bits
+    before = [(pattern(t), t._version) for t in ts]
+    counts = C._amp_count_nonfinite(ts)
+    for t, (b, v), c, vals in zip(ts, before, counts, values):
+        assert t._version == v
+        np.testing.assert_array_equal(pattern(t), b)
+        assert tuple(c) == ref.amp_unscale(vals, dtype, 1.0)[2]
+    assert C._amp_count_nonfinite([]) == []
+
+
+def test_count_nonfinite_errors():
+    with pytest.raises(NotImplementedError,
+                       match=r"_amp_count_nonfinite.*tensors\[1\] is int64"):
+        C._amp_count_nonfinite([ampc.ones(2), ampc.tensor([1, 2])])
+    with pytest.raises(TypeError, match="_amp_count_nonfinite"):
+        C._amp_count_nonfinite(3)
+
+
 # ----------------------------------------------------------------------------
 # against torch
 

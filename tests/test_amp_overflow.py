@@ -9,6 +9,7 @@ import pytest
 import ampc
 from ampc import nn
 from ampc.amp import OverflowRecord, detect_overflow
+from cuda_helpers import requires_cuda
 from helpers import to64
 
 
@@ -115,6 +116,24 @@ def test_hooks_go_at_exit_and_results_are_unchanged(rng):
     model(x)
     assert len(report.records) == n
     assert not any(m._has_forward_hooks() for m in model.modules())
+
+
+@pytest.mark.parametrize("device", [
+    "cpu", pytest.param("cuda", marks=[pytest.mark.cuda, requires_cuda])])
+def test_backward_inside_the_context_keeps_saved_outputs_valid(device):
+    """The checks write nothing: a ReLU saves its output for backward, and
+    backward inside the context must not find it modified."""
+    model = mlp().to(device)
+    x = ampc.randn(6, 4).to(device)
+    plain = model(x)
+    plain.sum().backward()
+    g_plain = to64(model[0].weight.grad.cpu())
+    model.zero_grad()
+    with detect_overflow(model) as report:
+        model(x).sum().backward()
+    np.testing.assert_array_equal(to64(model[0].weight.grad.cpu()), g_plain)
+    assert report.first_nonfinite("backward") is None
+    assert sum(r.phase == "backward" for r in report.records) == 6
 
 
 def test_keep_bounds_records_and_clear():

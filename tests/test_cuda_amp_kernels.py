@@ -254,6 +254,30 @@ def test_unscale_inv_one_keeps_every_bit_nan_payloads_too():
 
 @pytest.mark.cuda
 @requires_cuda
+def test_count_nonfinite_matches_cpu_and_writes_nothing():
+    """_amp_count_nonfinite on CUDA: the CPU's counts over mixed dtypes and
+    sizes across chunks, a strided view included; no bit or version moves
+    (detect_overflow checks outputs that autograd saved)."""
+    rng = np.random.default_rng(21)
+    dtypes = [FLOATS[i % 3] for i in range(len(SIZES))]
+    values = [grad_values(rng, n, d) for n, d in zip(SIZES, dtypes)]
+    values[2][1] = np.inf
+    values[-1][-1] = np.nan
+    cpu = [from_values(v, d) for v, d in zip(values, dtypes)]
+    gpu_ = [t.to("cuda") for t in cpu]
+    gpu_.append(gpu_[-1][::3])
+    cpu.append(cpu[-1][::3])
+    before = [(raw_bits(t), t._version) for t in gpu_]
+    cg = C._amp_count_nonfinite(gpu_)
+    assert [tuple(c) for c in cg] == \
+        [tuple(c) for c in C._amp_count_nonfinite(cpu)]
+    for t, (b, v) in zip(gpu_, before):
+        assert t._version == v
+        np.testing.assert_array_equal(raw_bits(t), b)
+
+
+@pytest.mark.cuda
+@requires_cuda
 @pytest.mark.parametrize("layout", ["offset", "transposed", "step",
                                     "permuted"])
 def test_unscale_views(layout):

@@ -84,15 +84,15 @@ def _absmax(t):
 
 
 def _inf_nan(tensors):
-    """Per-device fused count of inf and NaN over ``tensors``."""
+    """Inf and NaN counts over ``tensors``: one fused pass per device that
+    writes nothing, so a checked output that autograd saved for backward
+    (a ReLU's, say) keeps its version."""
     inf = nan = 0
     by_device = {}
     for t in tensors:
         by_device.setdefault(str(t.device), []).append(t)
-    for device, group in by_device.items():
-        found = _C.full((1,), 0.0, _C.float32, device)
-        one = _C.full((1,), 1.0, _C.float32, device)
-        for counts in _C._amp_unscale_counts_(group, found, one):
+    for group in by_device.values():
+        for counts in _C._amp_count_nonfinite(group):
             inf += counts[0]
             nan += counts[1]
     return inf, nan
