@@ -136,6 +136,22 @@ def test_backward_inside_the_context_keeps_saved_outputs_valid(device):
     assert sum(r.phase == "backward" for r in report.records) == 6
 
 
+def test_context_stays_within_one_pass():
+    """The checks shown before the first non-finite one come from its own
+    pass: not from the forward before it, nor from a backward between."""
+    model = mlp()
+    x = ampc.randn(5, 4)
+    with detect_overflow(model, context=10) as report:
+        model(x)                            # a clean forward, no backward
+        model(x).sum().backward()           # and one with its backward
+        x[0, 0] = math.inf                  # the next forward's first layer
+        model(x)
+    first = report.first_nonfinite("forward")
+    assert first.module == "0"
+    assert report.context("forward") == []
+    assert len(report.records) == 3 * 6 + 6
+
+
 def test_keep_bounds_records_and_clear():
     model = mlp()
     with detect_overflow(model, keep=4) as report:

@@ -106,13 +106,20 @@ class OverflowReport:
 
     def __init__(self, keep, context):
         self.records = collections.deque(maxlen=keep)
-        self._context_len = context
+        # the checks of the pass (one forward, or one backward) under way:
+        # a context never reaches into an earlier pass
+        self._this_pass = collections.deque(maxlen=context)
         self._first = {}
 
+    def _new_pass(self):
+        self._this_pass.clear()
+
     def _add(self, rec):
+        if self._this_pass and self._this_pass[-1].phase != rec.phase:
+            self._new_pass()
         if not rec.finite and rec.phase not in self._first:
-            before = [r for r in self.records if r.phase == rec.phase]
-            self._first[rec.phase] = (rec, before[-self._context_len:])
+            self._first[rec.phase] = (rec, list(self._this_pass))
+        self._this_pass.append(rec)
         self.records.append(rec)
 
     def first_nonfinite(self, phase="forward"):
@@ -133,6 +140,7 @@ class OverflowReport:
 
     def clear(self):
         self.records.clear()
+        self._this_pass.clear()
         self._first.clear()
 
     def _explain(self, phase):
@@ -199,7 +207,8 @@ class detect_overflow:
     def __init__(self, model, *, abort=False, keep=10000, context=5):
         self.report = OverflowReport(keep, context)
         self._abort = abort
-        self._handles = []
+        self._handles = [model.register_forward_pre_hook(
+            lambda module, args: self.report._new_pass())]
         for name, module in model.named_modules():
             self._handles.append(module.register_forward_hook(
                 self._forward_hook(name, type(module).__name__)))
