@@ -2,6 +2,9 @@
 autograd Functions (PyTorch's semantics, compared with torch where it is
 installed) and ``register_op``'s three policies, their gradients and their
 error notes."""
+import collections
+import functools
+import types
 import warnings
 
 import numpy as np
@@ -131,6 +134,35 @@ def test_custom_fwd_casts_inside_containers_and_skips_the_rest():
                     "table": {"k": ampc.float16}, "idx": ampc.int64,
                     "label": "name"}
     assert out.dtype is ampc.float16
+
+
+@pytest.mark.parametrize("wrap", ["custom_fwd", "register_op"])
+def test_other_iterables_pass_through_and_named_tuples_keep_their_type(
+        wrap):
+    """A module, a range and a named tuple as arguments: the first two
+    arrive unchanged (PyTorch's _cast would hand over a generator), the
+    named tuple keeps its type with its tensors cast."""
+    Pair = collections.namedtuple("Pair", "x y")
+    seen = {}
+
+    def body(ctx, pair, layers, steps):
+        seen.update(pair=pair, layers=layers, steps=steps)
+        return layers(pair.x + pair.y)
+
+    if wrap == "custom_fwd":
+        fwd = custom_fwd(device_type="cpu", cast_inputs=ampc.float32)(body)
+        fn = functools.partial(fwd, types.SimpleNamespace())   # a ctx
+    else:
+        fn = functools.partial(ampc.amp.register_op(body, policy="fp32"),
+                               None)
+    layers = ampc.nn.Sequential(ampc.nn.ReLU())
+    with ampc.autocast("cpu", dtype=ampc.bfloat16):
+        out = fn(Pair(ampc.ones(2).bfloat16(), ampc.ones(2)), layers,
+                 range(3))
+    assert type(seen["pair"]) is Pair
+    assert seen["pair"].x.dtype is ampc.float32
+    assert seen["layers"] is layers and seen["steps"] == range(3)
+    assert out.dtype is ampc.float32
 
 
 @pytest.mark.parametrize("deco", [custom_fwd, custom_bwd])

@@ -16,8 +16,6 @@ ampc.float32
 import collections.abc
 import functools
 
-import numpy as np
-
 from .. import _C
 from .._dtype_device import float32
 
@@ -40,20 +38,23 @@ def _eligible(t, device_type):
 
 
 def _cast(value, device_type, dtype):
-    """``value`` with every eligible tensor inside it (through lists, tuples,
-    dicts and other iterables, as PyTorch's ``_cast``) cast to ``dtype``."""
+    """``value`` with every eligible tensor inside it (through lists,
+    tuples, named tuples and mappings) cast to ``dtype``.
+
+    PyTorch's ``_cast`` also walks any other iterable and hands back a
+    generator in its place, so a module, a ``range`` or a data loader passed
+    to a decorated forward arrives consumed or changed; ampc passes such
+    values through as they are."""
     if isinstance(value, _TB):
         return value.to(dtype) if _eligible(value, device_type) else value
-    if isinstance(value, (str, bytes, np.ndarray)):
-        return value
     if isinstance(value, collections.abc.Mapping):
         return {_cast(k, device_type, dtype): _cast(v, device_type, dtype)
                 for k, v in value.items()}
-    if isinstance(value, collections.abc.Iterable):
-        items = (_cast(v, device_type, dtype) for v in value)
-        if isinstance(value, (list, tuple)):
-            return type(value)(items)
-        return items
+    if isinstance(value, (list, tuple)):
+        items = [_cast(v, device_type, dtype) for v in value]
+        if hasattr(value, "_fields"):       # a named tuple
+            return type(value)(*items)
+        return type(value)(items)
     return value
 
 
@@ -172,7 +173,8 @@ def register_op(fn=None, *, policy, name=None):
     - ``"lower_precision_fp"``: the region's autocast dtype (float16 or
       bfloat16: for matrix products and convolutions);
     - ``"promote"``: the widest dtype among the tensors (for ops that mix
-      inputs and must not lose precision, as autocast's ``cat``).
+      inputs and must not lose precision); float16 with bfloat16 gives
+      float32, where autocast's own promote ops (``cat``, ``stack``) raise.
 
     Outside autocast ``fn`` is called unchanged.  An exception raised by
     ``fn`` under the policy gets a note naming the op, the policy and the
