@@ -224,6 +224,37 @@ def test_always_call_runs_after_a_failed_forward():
     assert any("hook failed" in str(x.message) for x in w)
 
 
+def test_always_call_after_a_failed_pre_hook_or_forward_hook():
+    """As PyTorch: a pre-hook or a forward hook that raises also sets off
+    the always_call hooks, those not yet run, with the output so far."""
+    def boom(*a):
+        raise ValueError("hook failed")
+
+    m = Affine()
+    ran = []
+    m.register_forward_pre_hook(boom)
+    m.register_forward_hook(lambda mod, args, out: ran.append(out),
+                            always_call=True)
+    with pytest.raises(ValueError, match="hook failed"):
+        m(ampc.ones(1))
+    assert ran == [None]
+
+    m = Affine()
+    ran.clear()
+    m.register_forward_hook(lambda mod, args, out: ran.append(("a", out)),
+                            always_call=True)
+    m.register_forward_hook(lambda mod, args, out: out * 2)
+    m.register_forward_hook(boom)
+    m.register_forward_hook(
+        lambda mod, args, out: ran.append(("b", to64(out).tolist())),
+        always_call=True)
+    with pytest.raises(ValueError, match="hook failed"):
+        m(ampc.ones(1))
+    # "a" ran once, before the failure; "b" got the doubled output
+    assert [r[0] for r in ran] == ["a", "b"]
+    assert ran[1][1] == [4.0]            # forward gives 2, doubled
+
+
 def test_hooks_turn_the_sequential_fold_off_and_results_stay_the_same(rng):
     """A hooked Conv2d/ReLU/MaxPool2d is called one by one (its hooks
     run); the outputs and gradients are the folded run's bits."""

@@ -116,24 +116,37 @@ def _run_pre_hooks(module, hooks, args, kwargs):
     return args, kwargs
 
 
-def _run_post_hooks(module, hooks, args, kwargs, output):
+def _run_post_hooks(module, hooks, args, kwargs, output, ran):
+    """The forward hooks in order; the ids of ``always_call`` ones go into
+    ``ran`` as they start, and ``ran.output`` follows the output."""
     for hook_id, hook in tuple(hooks.post.items()):
+        if hook_id in hooks.always_call:
+            ran.add(hook_id)
         if hook_id in hooks.with_kwargs:
             result = hook(module, args, kwargs, output)
         else:
             result = hook(module, args, output)
         if result is not None:
             output = result
+            ran.output = output
     return output
 
 
-def _run_always_call_hooks(module, hooks, args, kwargs):
-    """After ``forward`` raised: the ``always_call`` hooks, with output
-    None; an exception of theirs becomes a warning, as in PyTorch, so that
-    the forward's is the one raised."""
+class _Ran(set):
+    """The ``always_call`` hooks already run, and the output so far (None
+    until ``forward`` returns)."""
+
     output = None
+
+
+def _run_always_call_hooks(module, hooks, args, kwargs, ran):
+    """After a pre-hook, ``forward`` or a forward hook raised: the
+    ``always_call`` hooks that have not run yet, with the output so far;
+    an exception of theirs becomes a warning, as in PyTorch, so that the
+    first one is the one raised."""
+    output = ran.output
     for hook_id, hook in tuple(hooks.post.items()):
-        if hook_id not in hooks.always_call:
+        if hook_id not in hooks.always_call or hook_id in ran:
             continue
         try:
             if hook_id in hooks.with_kwargs:
@@ -154,11 +167,12 @@ def call_with_hooks(module, args, kwargs):
     """``module(*args, **kwargs)`` with its forward hooks around
     ``forward``."""
     hooks = module._hooks
-    args, kwargs = _run_pre_hooks(module, hooks, args, kwargs)
+    ran = _Ran()
     try:
-        output = module.forward(*args, **kwargs)
+        args, kwargs = _run_pre_hooks(module, hooks, args, kwargs)
+        ran.output = module.forward(*args, **kwargs)
+        return _run_post_hooks(module, hooks, args, kwargs, ran.output, ran)
     except Exception:
         if hooks.always_call:
-            _run_always_call_hooks(module, hooks, args, kwargs)
+            _run_always_call_hooks(module, hooks, args, kwargs, ran)
         raise
-    return _run_post_hooks(module, hooks, args, kwargs, output)
