@@ -197,6 +197,72 @@ def test_autograd_grad_function():
         ampc.autograd.grad(y, [w])
 
 
+def _hooked_graph(lib):
+    """z = sum(3 * (2x) * w), a tensor hook on x, w and y = 2x."""
+    x = lib.ones(2, requires_grad=True)
+    w = lib.ones(2, requires_grad=True)
+    y = x * 2
+    seen = []
+    for name, t in (("w", w), ("y", y), ("x", x)):
+        t.register_hook(lambda g, name=name: seen.append(name))
+    return x, w, y, (y * 3 * w).sum(), seen
+
+
+def _run_selective(lib):
+    """backward(inputs=) and autograd.grad on _hooked_graph: gradients,
+    .grad fields and the hooks that ran, per call."""
+    got = []
+    x, w, y, z, seen = _hooked_graph(lib)
+    z.backward(inputs=[y], retain_graph=True)
+    got.append((y.grad.tolist(), x.grad, w.grad, list(seen)))
+    seen.clear()
+    got.append(([g.tolist() for g in lib.autograd.grad(
+        z, [y], retain_graph=True)], list(seen)))
+    seen.clear()
+    got.append(([g.tolist() for g in lib.autograd.grad(
+        z, [w], retain_graph=True)], list(seen)))
+    seen.clear()
+    y.grad = None
+    z.backward(inputs=[y, x])
+    got.append((y.grad.tolist(), x.grad.tolist(), w.grad, list(seen)))
+    return got
+
+
+def test_selective_backward_runs_only_the_needed_nodes():
+    """As PyTorch: autograd.grad and backward(inputs=) run only the nodes
+    on a path to an input (no other hook fires, no other backward runs);
+    a non-leaf input of backward(inputs=) gets its .grad."""
+    assert _run_selective(ampc) == [
+        ([3.0, 3.0], None, None, ["y"]),
+        ([[3.0, 3.0]], ["y"]),
+        ([[6.0, 6.0]], ["w"]),
+        ([3.0, 3.0], [6.0, 6.0], None, ["y", "x"])]
+    torch = torch_or_skip()
+    assert _run_selective(torch) == _run_selective(ampc)
+
+
+def test_unneeded_branch_backward_never_runs():
+    class Fails(ampc.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 1
+
+        @staticmethod
+        def backward(ctx, g):
+            raise AssertionError("this branch is not needed")
+
+    a = ampc.ones(3, requires_grad=True)
+    b = ampc.ones(3, requires_grad=True)
+    loss = (Fails.apply(a) + b * 2).sum()
+    assert ampc.autograd.grad(loss, b, retain_graph=True)[0].tolist() == \
+        [2.0] * 3
+    loss.backward(inputs=[b])
+    assert a.grad is None and b.grad.tolist() == [2.0] * 3
+    with pytest.raises(RuntimeError, match="`inputs` argument to "
+                       "`backward\\(\\)` cannot be empty"):
+        loss.backward(inputs=[])
+
+
 def test_retain_grad():
     x = ampc.tensor([1.0, 2.0], requires_grad=True)
     h = x * 2

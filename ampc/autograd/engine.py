@@ -4,7 +4,8 @@ import heapq
 import itertools
 
 from .. import _C
-from .function import AccumulateGrad, _dev_str, _fresh_grad_fn, _sum_to
+from .function import (AccumulateGrad, _accumulate_into, _dev_str,
+                       _fresh_grad_fn, _sum_to)
 from .grad_mode import no_grad
 
 _TB = _C.TensorBase
@@ -16,16 +17,25 @@ _cast = _C.cast
 # the engine
 class _GradCapture:
     """autograd.grad(): catches the gradients of the chosen inputs instead
-    of accumulating them into ``.grad``."""
+    of accumulating them into ``.grad``.  The engine runs only the nodes on
+    a path to an input and fills ``stops``: the inputs' nodes below which
+    nothing is wanted (their own backward need not run)."""
 
     def __init__(self, nodes, leaf_ids, n):
         self.nodes = nodes          # non-leaf input's grad_fn -> index
         self.leaf_ids = leaf_ids    # id(leaf input) -> index
         self.grads = [None] * n
+        self.stops = frozenset()
+
+    def wanted(self, node):
+        if node.__class__ is AccumulateGrad:
+            return id(node.variable) in self.leaf_ids
+        return node in self.nodes
 
     def capture(self, node, grad):
-        """Record grad if node is wanted; True means: do not accumulate
-        into a leaf's .grad (never, for autograd.grad)."""
+        """Record grad if node is wanted; True means: stop at this node
+        (for a leaf: do not accumulate into its .grad, never wanted
+        here)."""
         if node.__class__ is AccumulateGrad:
             i = self.leaf_ids.get(id(node.variable))
         else:
@@ -33,7 +43,26 @@ class _GradCapture:
         if i is not None:
             g = self.grads[i]
             self.grads[i] = grad if g is None else _binary("add", g, grad)
-        return True
+        return node.__class__ is AccumulateGrad or node in self.stops
+
+
+def _needed(edges, wanted):
+    """The nodes of the graph (``edges``) from which a wanted node can be
+    reached, wanted ones included: the only ones autograd.grad() and
+    backward(inputs=) run, as PyTorch's engine does, so no other node's
+    backward or hooks run."""
+    parents = {}
+    for node, out in edges.items():
+        for _, nxt in out:
+            parents.setdefault(nxt, []).append(node)
+    stack = [n for n in edges if wanted(n)]
+    needed = set(stack)
+    while stack:
+        for p in parents.get(stack.pop(), ()):
+            if p not in needed:
+                needed.add(p)
+                stack.append(p)
+    return needed
 
 
 def _check_root(i, t):
@@ -123,6 +152,17 @@ def _run_backward(roots, root_grads, retain_graph, capture=None):
                 stack.append(nxt)
         edges[node] = out
 
+    if capture is not None:
+        needed = _needed(edges, capture.wanted)
+        deps = {}
+        for node in needed:
+            out = [(k, nxt) for k, nxt in edges[node] if nxt in needed]
+            edges[node] = out
+            for _, nxt in out:
+                deps[nxt] = deps.get(nxt, 0) + 1
+        capture.stops = frozenset(n for n in needed if not edges[n])
+        root_nodes = [n for n in root_nodes if n in needed]
+
     ready = []
     tie = itertools.count()
     push, pop = heapq.heappush, heapq.heappop
@@ -208,24 +248,45 @@ def backward(tensors, grad_tensors=None, retain_graph=None,
              for i, (t, g) in enumerate(zip(tensors, grad_tensors))]
     capture = None
     if inputs is not None:
-        if isinstance(inputs, _TB):
-            inputs = (inputs,)
-        capture = _InputsOnly(tuple(inputs))
+        inputs = (inputs,) if isinstance(inputs, _TB) else tuple(inputs)
+        if not inputs:
+            raise RuntimeError(
+                "`inputs` argument to `backward()` cannot be empty.")
+        capture = _InputsOnly(inputs)
     with no_grad():
         _run_backward(tensors, grads, bool(retain_graph), capture)
 
 
 class _InputsOnly:
-    """backward(inputs=...): accumulate only into the given leaves."""
+    """backward(inputs=...): accumulate into the given tensors' ``.grad``
+    only, leaves or not, running only the nodes on a path to them."""
 
     def __init__(self, inputs):
-        self.ids = {id(t) for t in inputs}
+        self.leaf_ids = set()
+        self.nodes = {}             # non-leaf input's grad_fn -> the input
+        for i, t in enumerate(inputs):
+            if not isinstance(t, _TB):
+                raise TypeError(
+                    f"backward(): inputs[{i}] must be a Tensor, but got "
+                    f"{type(t).__name__}")
+            if t.grad_fn is None:
+                self.leaf_ids.add(id(t))
+            else:
+                self.nodes[t.grad_fn] = t
+        self.stops = frozenset()
+
+    def wanted(self, node):
+        if node.__class__ is AccumulateGrad:
+            return id(node.variable) in self.leaf_ids
+        return node in self.nodes
 
     def capture(self, node, grad):
         if node.__class__ is AccumulateGrad:
-            # returning True skips the accumulation
-            return id(node.variable) not in self.ids
-        return False
+            return False            # a wanted leaf (no other runs)
+        t = self.nodes.get(node)
+        if t is not None and not t._retains_grad:   # (else already done)
+            _accumulate_into(t, grad)
+        return node in self.stops
 
 
 def grad(outputs, inputs, grad_outputs=None, retain_graph=None,

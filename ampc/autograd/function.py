@@ -208,9 +208,7 @@ class BackwardNode(Node):
                 if t is not None and t._retains_grad and t.grad_fn is self:
                     _accumulate_into(t, grad)
         if engine_state is not None and engine_state.capture(self, grad):
-            # autograd.grad() captured it; still run the node if something
-            # below it is wanted too.
-            pass
+            return ()       # a wanted input, and nothing below it is
         grads = self._function.backward(self, grad)
         if grads.__class__ is not tuple:
             grads = (grads,)
