@@ -37,8 +37,21 @@ def test_float16_forward_overflow_is_located_and_explained():
     text = str(report)
     assert "first non-finite output at '2' (Linear): its float16 output " \
         "overflowed (the largest float16 value is 65504)" in text
-    assert "policy='fp32'" in text
+    assert "policy='fp32'" in text and "or use bfloat16" in text
     assert "backward: every checked value was finite" in text
+
+
+def test_bfloat16_overflow_advice_does_not_suggest_bfloat16():
+    model = mlp(2, 1e37)
+    x = ampc.randn(5, 4) * 100
+    with detect_overflow(model) as report:
+        with ampc.autocast("cpu", dtype=ampc.bfloat16):
+            model(x)
+    first = report.first_nonfinite("forward")
+    assert (first.module, first.dtype) == ("2", "bfloat16") and first.inf
+    text = str(report)
+    assert "its bfloat16 output overflowed" in text
+    assert "policy='fp32'" in text and "use bfloat16" not in text
 
 
 def test_input_already_non_finite():

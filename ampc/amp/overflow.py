@@ -158,8 +158,9 @@ class OverflowReport:
                 why = (f"its {rec.dtype} output overflowed (the largest "
                        f"{rec.dtype} value is {_MAX[rec.dtype]:.6g}); run "
                        "this layer in float32 (e.g. ampc.amp.register_op("
-                       "..., policy='fp32') or autocast(enabled=False)), or "
-                       "use bfloat16")
+                       "..., policy='fp32') or autocast(enabled=False))")
+                if rec.dtype == "float16":
+                    why += ", or use bfloat16 (float32's range)"
             else:
                 why = "the layer itself produced it from finite inputs"
             head = f"forward: first non-finite output at '{name}' " \
