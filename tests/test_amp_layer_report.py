@@ -28,8 +28,9 @@ def test_rows_flops_and_shares():
         ("4", "Linear")]
     conv, lin = report.rows[0], report.rows[4]
     assert conv.out_shape == (6, 8, 8, 8) and conv.dtype == "float32"
-    # forward + backward = 3 GEMMs of 2 * (C_in * kh * kw) per output
-    assert conv.gflop == pytest.approx(3 * 2 * 27 * 6 * 8 * 8 * 8 / 1e9)
+    # forward + weight grad = 2 GEMMs of 2 * (C_in * kh * kw) per output
+    # (the input needs no gradient); the linear layer's input grad is a 3rd
+    assert conv.gflop == pytest.approx(2 * 2 * 27 * 6 * 8 * 8 * 8 / 1e9)
     assert lin.gflop == pytest.approx(3 * 2 * 128 * 6 * 10 / 1e9)
     assert report.rows[1].gflop == 0 and report.rows[1].gflops == 0
     assert all(r.forward_ms > 0 and r.backward_ms > 0 for r in report.rows)
@@ -55,12 +56,47 @@ def test_model_is_left_as_it_was():
     x = ampc.randn(2, 3, 8, 8)
     model(x).sum().backward()
     grads = [p.grad for p in model.parameters()]
+    values = [p.grad.tolist() for p in model.parameters()]
     calls = []
-    layer_report(model, x, loss_fn=lambda out: calls.append(1) or
-                 out.float().pow(2).mean(), steps=2)
-    assert len(calls) == 3                          # warm-up + 2 steps
+    layer_report(model, x, loss_fn=lambda out: calls.append(
+        all(p.grad is None for p in model.parameters())) or
+        out.float().pow(2).mean(), steps=2)
+    assert calls == [True] * 3      # warm-up + 2 steps, each on fresh grads
     assert all(p.grad is g for p, g in zip(model.parameters(), grads))
+    assert [p.grad.tolist() for p in model.parameters()] == values
     assert not any(m._has_forward_hooks() for m in model.modules())
+
+
+def test_input_gradient_gemm_counts_when_the_input_needs_grad():
+    model = small_cnn()
+    x = ampc.randn(6, 3, 8, 8, requires_grad=True)
+    conv = layer_report(model, x, dtype=None, steps=1).rows[0]
+    assert conv.gflop == pytest.approx(3 * 2 * 27 * 6 * 8 * 8 * 8 / 1e9)
+
+
+class PoolWithIndices(nn.Module):
+    """A leaf whose output is a (values, indices) tuple inside a model
+    whose output is a tuple too."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 4, 3, padding=1)
+        self.pool = nn.MaxPool2d(2, return_indices=True)
+
+    def forward(self, x):
+        y, idx = self.pool(self.conv(x))
+        return y, idx
+
+
+def test_tuple_outputs_and_bad_steps():
+    report = layer_report(PoolWithIndices(), ampc.randn(2, 3, 8, 8),
+                          dtype=None, steps=1)
+    assert [(r.name, r.out_shape, r.dtype) for r in report.rows] == [
+        ("conv", (2, 4, 8, 8), "float32"), ("pool", (2, 4, 4, 4), "float32")]
+    assert report.rows[1].backward_ms > 0
+    for bad in (0, -1, 1.5):
+        with pytest.raises(ValueError, match="steps must be a positive int"):
+            layer_report(small_cnn(), ampc.randn(2, 3, 8, 8), steps=bad)
 
 
 def test_tensor_core_notes():

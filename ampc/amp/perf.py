@@ -50,18 +50,34 @@ class LayerTiming(collections.namedtuple(
         return self.gflop / (self.total_ms * 1e-3) if self.total_ms else 0.0
 
 
-def _gemm_gflop(module, out):
-    """GFLOP of forward + backward (3 GEMMs of the forward's size) of a
-    Conv2d or Linear producing ``out``; 0 for anything else."""
+def _gemm_gflop(module, out, input_grad):
+    """GFLOP of forward + backward of a Conv2d or Linear producing ``out``:
+    the forward's GEMM, the weight gradient's, and the input gradient's
+    when ``input_grad`` (a first layer's input needs none); 0 for anything
+    else."""
     kind = type(module).__name__
+    gemms = 3 if input_grad else 2
     if kind == "Conv2d":
         kh, kw = module.kernel_size
         per_out = 2 * (module.in_channels // getattr(module, "groups", 1)) \
             * kh * kw
-        return 3 * per_out * out.numel() / 1e9
+        return gemms * per_out * out.numel() / 1e9
     if kind == "Linear":
-        return 3 * 2 * module.in_features * out.numel() / 1e9
+        return gemms * 2 * module.in_features * out.numel() / 1e9
     return 0.0
+
+
+def _first_float(value):
+    """The first floating tensor in a module's output (a tensor, or a
+    tuple/list such as ``(values, indices)``), or None."""
+    if isinstance(value, _TB):
+        return value if value.is_floating_point() else None
+    if isinstance(value, (tuple, list)):
+        for v in value:
+            t = _first_float(v)
+            if t is not None:
+                return t
+    return None
 
 
 def _alignment_notes(module, inputs, dtype, device_type):
@@ -145,12 +161,16 @@ def layer_report(model, *inputs, dtype="auto", loss_fn=None, steps=5):
 
     ``dtype``: the autocast dtype ("auto": autocast's default for the
     model's device; None: no autocast).  ``loss_fn(output)`` makes the
-    loss (default: the output's sum in float32).  Gradients the model held
+    loss (default: the sum, in float32, of the output or of its first
+    floating tensor).  Gradients the model held
     before are put back afterwards.  Layers that ``Sequential`` would fuse
     run one by one while timed, and the device is synchronized at every
     layer boundary: absolute times are a little above a real step's, the
     shares are what to read.
     """
+    if not isinstance(steps, int) or steps < 1:
+        raise ValueError(
+            f"layer_report(): steps must be a positive int, got {steps!r}")
     device_type = _device_of(model, inputs)
     if dtype == "auto":
         dtype = _C.get_autocast_dtype(device_type)
@@ -176,14 +196,20 @@ def layer_report(model, *inputs, dtype="auto", loss_fn=None, steps=5):
         return hook
 
     def post_hook(name):
-        def hook(module, args, out):
+        def hook(module, args, output):
             fwd[name].append(now() - starts[name])
+            out = _first_float(output)
             if name not in meta:
                 notes = _alignment_notes(module, args, dtype, device_type)
-                meta[name] = (type(module).__name__, tuple(out.shape),
-                              out.dtype.name, _gemm_gflop(module, out),
-                              notes)
-            if out.requires_grad:
+                x = _first_float(args)
+                meta[name] = (
+                    type(module).__name__,
+                    tuple(out.shape) if out is not None else (),
+                    out.dtype.name if out is not None else "-",
+                    _gemm_gflop(module, out, x is not None and
+                                x.requires_grad) if out is not None else 0.0,
+                    notes)
+            if out is not None and out.requires_grad:
                 out.register_hook(lambda g: stamps.append((name, now())))
         return hook
 
@@ -193,15 +219,20 @@ def layer_report(model, *inputs, dtype="auto", loss_fn=None, steps=5):
     saved = [(p, p.grad) for p in model.parameters()]
     loss_times = []
     try:
+        for p, _ in saved:
+            p.grad = None           # (backward would add into the user's)
         for step in range(steps + 1):
             stamps.clear()
             with _C.autocast(device_type, dtype=dtype or _C.float32,
                              enabled=dtype is not None):
                 out = model(*inputs)
                 t_loss = now()
-                loss = loss_fn(out) if loss_fn else out.float().sum()
+                loss = loss_fn(out) if loss_fn else \
+                    _first_float(out).float().sum()
             loss.backward()
             end = now()
+            for p in model.parameters():
+                p.grad = None       # each step accumulates into fresh .grad
             if step == 0:
                 fwd.clear()
                 continue
@@ -210,8 +241,6 @@ def layer_report(model, *inputs, dtype="auto", loss_fn=None, steps=5):
             for k, (name, t) in enumerate(stamps):
                 nxt = stamps[k + 1][1] if k + 1 < len(stamps) else end
                 bwd[name].append(nxt - t)
-            for p in model.parameters():
-                p.grad = None
     finally:
         for h in handles:
             h.remove()
