@@ -576,12 +576,6 @@ def test_backward_gradient_shape_mismatch():
         (x * 2).backward(ampc.ones(2))
 
 
-def test_create_graph_not_supported():
-    x = ampc.ones(1, requires_grad=True)
-    with pytest.raises(NotImplementedError, match="create_graph"):
-        (x * x).sum().backward(create_graph=True)
-
-
 # ----------------------------------------------------------------------------
 # against torch
 

@@ -1,12 +1,13 @@
 """The backward engine: ``backward`` and ``grad`` walk the graph from the
 roots in dependency order and accumulate into the leaves' ``.grad``."""
+import contextlib
 import heapq
 import itertools
 
 from .. import _C
-from .function import (AccumulateGrad, _accumulate_into, _dev_str,
-                       _fresh_grad_fn, _sum_to)
-from .grad_mode import no_grad
+from .function import (AccumulateGrad, _accumulate_graph, _accumulate_into,
+                       _dev_str, _fresh_grad_fn, _sum_to)
+from .grad_mode import enable_grad, no_grad
 
 _TB = _C.TensorBase
 _binary = _C.binary
@@ -21,11 +22,12 @@ class _GradCapture:
     a path to an input and fills ``stops``: the inputs' nodes below which
     nothing is wanted (their own backward need not run)."""
 
-    def __init__(self, nodes, leaf_ids, n):
+    def __init__(self, nodes, leaf_ids, n, create_graph):
         self.nodes = nodes          # non-leaf input's grad_fn -> index
         self.leaf_ids = leaf_ids    # id(leaf input) -> index
         self.grads = [None] * n
         self.stops = frozenset()
+        self.create_graph = create_graph
 
     def wanted(self, node):
         if node.__class__ is AccumulateGrad:
@@ -42,7 +44,8 @@ class _GradCapture:
             i = self.nodes.get(node)
         if i is not None:
             g = self.grads[i]
-            self.grads[i] = grad if g is None else _binary("add", g, grad)
+            self.grads[i] = grad if g is None else (
+                g + grad if self.create_graph else _binary("add", g, grad))
         return node.__class__ is AccumulateGrad or node in self.stops
 
 
@@ -76,7 +79,7 @@ def _check_root(i, t):
             "have a grad_fn")
 
 
-def _make_root_grad(i, t, g):
+def _make_root_grad(i, t, g, create_graph=False):
     if g is None:
         if t.numel() != 1:
             raise RuntimeError(
@@ -96,17 +99,24 @@ def _make_root_grad(i, t, g):
             f"backward(): gradient {i} is on {_dev_str(g)} but the output "
             f"is on {_dev_str(t)}")
     if g.dtype != t.dtype:
-        g = _cast(g, t.dtype)
+        if create_graph:
+            with enable_grad():
+                g = g.to(t.dtype)       # a grad_outputs with a graph
+        else:
+            g = _cast(g, t.dtype)
     return g
 
 
-def _run_backward(roots, root_grads, retain_graph, capture=None):
+def _run_backward(roots, root_grads, retain_graph, capture=None,
+                  create_graph=False):
     """Run the graph below ``roots`` (tensors) seeded with ``root_grads``.
 
     Nodes run when every gradient bound for them has arrived, latest-created
     first (PyTorch's order, so low-precision sums round the same way); all
     the AccumulateGrad nodes of one leaf are merged, so a leaf's gradient is
-    summed in full before it is added into ``.grad``.
+    summed in full before it is added into ``.grad``.  ``create_graph``:
+    every gradient is computed with differentiable operations (the caller
+    turns grad mode on), see higher_order.py.
     """
     canon = {}
     acc_cls = AccumulateGrad
@@ -175,7 +185,11 @@ def _run_backward(roots, root_grads, retain_graph, capture=None):
             node = pop(ready)[2]
             grad = buffers.pop(node, None)
             if grad is not None:
-                if node.__class__ is acc_cls and node in owned:
+                if create_graph:
+                    grads = (node._apply(grad, capture, False, True)
+                             if node.__class__ is acc_cls else
+                             node._apply(grad, capture, True))
+                elif node.__class__ is acc_cls and node in owned:
                     grads = node._apply(grad, capture, True)
                 else:
                     grads = node._apply(grad, capture)
@@ -191,13 +205,15 @@ def _run_backward(roots, root_grads, retain_graph, capture=None):
                     shape, dtype = metas[k]
                     made = False
                     if gi.shape != shape:
-                        gi = _sum_to(node.name(), gi, shape)
+                        gi = _sum_to(node.name(), gi, shape, create_graph)
                     if gi.dtype != dtype:
-                        gi = _cast(gi, dtype)
+                        gi = gi.to(dtype) if create_graph else \
+                            _cast(gi, dtype)
                         made = True
                     old = buffers.get(nxt)
                     if old is not None:
-                        gi = _binary("add", old, gi)
+                        gi = old + gi if create_graph else \
+                            _binary("add", old, gi)
                         made = True
                     buffers[nxt] = gi
                     if made:    # (not made: nxt had no buffer, so no mark)
@@ -224,10 +240,6 @@ def backward(tensors, grad_tensors=None, retain_graph=None,
     >>> x.grad
     tensor([2., 2., 2.])
     """
-    if create_graph:
-        raise NotImplementedError(
-            "backward(): create_graph=True (higher-order gradients) is not "
-            "supported by ampc")
     if isinstance(tensors, _TB):
         tensors = (tensors,)
     else:
@@ -244,7 +256,7 @@ def backward(tensors, grad_tensors=None, retain_graph=None,
             f"{len(tensors)} tensors")
     for i, t in enumerate(tensors):
         _check_root(i, t)
-    grads = [_make_root_grad(i, t, g)
+    grads = [_make_root_grad(i, t, g, create_graph)
              for i, (t, g) in enumerate(zip(tensors, grad_tensors))]
     capture = None
     if inputs is not None:
@@ -252,16 +264,34 @@ def backward(tensors, grad_tensors=None, retain_graph=None,
         if not inputs:
             raise RuntimeError(
                 "`inputs` argument to `backward()` cannot be empty.")
-        capture = _InputsOnly(inputs)
-    with no_grad():
-        _run_backward(tensors, grads, bool(retain_graph), capture)
+        capture = _InputsOnly(inputs, create_graph)
+    if retain_graph is None:
+        retain_graph = create_graph
+    with _backward_mode(create_graph):
+        _run_backward(tensors, grads, bool(retain_graph), capture,
+                      create_graph)
+
+
+@contextlib.contextmanager
+def _backward_mode(create_graph):
+    """No grad mode for an ordinary backward; for create_graph, grad mode
+    on and autocast off (each gradient keeps its forward's dtype)."""
+    if not create_graph:
+        with no_grad():
+            yield
+        return
+    with enable_grad(), _C.autocast("cpu", enabled=False), \
+            _C.autocast("cuda", enabled=False):
+        yield
 
 
 class _InputsOnly:
     """backward(inputs=...): accumulate into the given tensors' ``.grad``
     only, leaves or not, running only the nodes on a path to them."""
 
-    def __init__(self, inputs):
+    def __init__(self, inputs, create_graph):
+        self.accumulate = _accumulate_graph if create_graph else \
+            _accumulate_into
         self.leaf_ids = set()
         self.nodes = {}             # non-leaf input's grad_fn -> the input
         for i, t in enumerate(inputs):
@@ -285,7 +315,7 @@ class _InputsOnly:
             return False            # a wanted leaf (no other runs)
         t = self.nodes.get(node)
         if t is not None and not t._retains_grad:   # (else already done)
-            _accumulate_into(t, grad)
+            self.accumulate(t, grad)
         return node in self.stops
 
 
@@ -299,10 +329,6 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None,
     >>> ampc.autograd.grad((x * x).sum(), x)
     (tensor([2., 4.]),)
     """
-    if create_graph:
-        raise NotImplementedError(
-            "grad(): create_graph=True (higher-order gradients) is not "
-            "supported by ampc")
     outputs = (outputs,) if isinstance(outputs, _TB) else tuple(outputs)
     single = isinstance(inputs, _TB)
     inputs = (inputs,) if single else tuple(inputs)
@@ -329,11 +355,13 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None,
             slot.append(leaf_ids.setdefault(id(t), i))
         else:
             slot.append(nodes.setdefault(t.grad_fn, i))
-    cap = _GradCapture(nodes, leaf_ids, len(inputs))
-    grads = [_make_root_grad(i, t, g)
+    cap = _GradCapture(nodes, leaf_ids, len(inputs), create_graph)
+    grads = [_make_root_grad(i, t, g, create_graph)
              for i, (t, g) in enumerate(zip(outputs, grad_outputs))]
-    with no_grad():
-        _run_backward(outputs, grads, bool(retain_graph), cap)
+    if retain_graph is None:
+        retain_graph = create_graph
+    with _backward_mode(create_graph):
+        _run_backward(outputs, grads, bool(retain_graph), cap, create_graph)
     result = []
     for i, t in enumerate(inputs):
         g = cap.grads[slot[i]]
@@ -343,6 +371,10 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None,
                 "to not have been used in the graph. Set allow_unused=True "
                 "if this is the desired behavior.")
         if g is not None and g.dtype != t.dtype:
-            g = _cast(g, t.dtype)
+            if create_graph:
+                with enable_grad():
+                    g = g.to(t.dtype)
+            else:
+                g = _cast(g, t.dtype)
         result.append(g)
     return tuple(result)

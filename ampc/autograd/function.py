@@ -78,7 +78,7 @@ class AccumulateGrad(Node):
     def __init__(self, variable):
         self.variable = variable
 
-    def _apply(self, grad, engine_state, owned=False):
+    def _apply(self, grad, engine_state, owned=False, create_graph=False):
         """``owned``: the engine made ``grad`` itself (a cast or a sum) and
         holds it nowhere else, so it may become ``.grad`` as it is."""
         var = self.variable
@@ -87,7 +87,10 @@ class AccumulateGrad(Node):
             owned = False       # a hook may have kept it
         if engine_state is not None and engine_state.capture(self, grad):
             return ()
-        _accumulate_into(var, grad, owned)
+        if create_graph:
+            _accumulate_graph(var, grad)
+        else:
+            _accumulate_into(var, grad, owned)
         if var._post_accumulate_hooks:
             for hook in tuple(var._post_accumulate_hooks.values()):
                 hook(var)
@@ -136,6 +139,13 @@ def _accumulate_into(t, g, owned=False):
         _binary("add", old, g, old)
     else:
         t.grad = _binary("add", old, g)
+
+
+def _accumulate_graph(t, g):
+    """t.grad += g under create_graph=True: the gradient keeps a graph of
+    its own (as PyTorch: a clone the first time, then out-of-place sums)."""
+    old = t.grad
+    t.grad = g.clone() if old is None else old + g
 
 
 # NOTE: unlike PyTorch, a leaf has no cached AccumulateGrad node: each op
@@ -197,19 +207,25 @@ class BackwardNode(Node):
         self._saved = ()
         self._versions = ()
 
-    def _apply(self, grad, engine_state):
+    def _apply(self, grad, engine_state, create_graph=False):
         if self._released:
             raise RuntimeError(_FREED_MSG)
         if self._tensor_hooks:
             grad = _call_tensor_hooks(self._tensor_hooks, grad)
         if self._retained is not None:
+            accumulate = _accumulate_graph if create_graph else \
+                _accumulate_into
             for ref in self._retained:
                 t = ref()
                 if t is not None and t._retains_grad and t.grad_fn is self:
-                    _accumulate_into(t, grad)
+                    accumulate(t, grad)
         if engine_state is not None and engine_state.capture(self, grad):
             return ()       # a wanted input, and nothing below it is
-        grads = self._function.backward(self, grad)
+        if create_graph:
+            from .higher_order import graph_backward
+            grads = graph_backward(self, grad)
+        else:
+            grads = self._function.backward(self, grad)
         if grads.__class__ is not tuple:
             grads = (grads,)
         n = len(self.next_functions)
@@ -225,7 +241,7 @@ class BackwardNode(Node):
 
 # ----------------------------------------------------------------------------
 # Function
-def _sum_to(fn_name, g, shape):
+def _sum_to(fn_name, g, shape, graph=False):
     """Sum a gradient back to ``shape`` (the reverse of broadcasting)."""
     gshape = g.shape
     if gshape == shape:
@@ -245,6 +261,10 @@ def _sum_to(fn_name, g, shape):
                 f"Function {fn_name} returned an invalid gradient: got "
                 f"shape {list(gshape)} but expected shape compatible with "
                 f"{list(shape)}")
+    if graph:           # create_graph: differentiable sum and reshape
+        if dims:
+            g = g.sum(tuple(dims), keepdim=True)
+        return g.reshape(shape) if g.shape != shape else g
     if dims:
         g = _reduce("sum", g, tuple(dims), True)
     if g.shape != shape:

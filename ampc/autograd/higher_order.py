@@ -1,0 +1,326 @@
+"""Differentiable backward formulas: what ``backward(create_graph=True)``
+and ``autograd.grad(..., create_graph=True)`` run, so that a gradient has a
+graph of its own and can be differentiated again (a gradient penalty, as
+in PyTorch's ``test_grad_scaling_penalty``).
+
+The ordinary backward of ampc's ops calls ``_C`` kernels directly (fast,
+no graph).  Here each supported op's input gradients are written with
+ampc's differentiable tensor operations instead; the engine runs them with
+grad mode on and autocast off (each gradient keeps its forward's dtype).
+An output the op saved for backward is used through a fresh alias whose
+``grad_fn`` is the op's own node, as PyTorch unpacks a saved output, so
+the second derivative flows through it.  A user's ``Function`` runs its own
+``backward`` with grad mode on (as in PyTorch: differentiable when written
+with tensor operations).  Any other ampc op raises ``NotImplementedError``
+naming it.
+
+>>> import ampc
+>>> x = ampc.tensor([1.0, 2.0], requires_grad=True)
+>>> g, = ampc.autograd.grad((x ** 3).sum(), x, create_graph=True)
+>>> g.grad_fn is not None
+True
+>>> ampc.autograd.grad(g.sum(), x)[0]          # d2/dx2 x^3 = 6x
+tensor([ 6., 12.])
+"""
+from .. import _C
+from . import functions as _fn
+from . import reductions as _red
+from . import views as _views
+from .function import Function, _dev_str
+
+_TB = _C.TensorBase
+_formulas = None        # Function class -> formula(node, g), made at first use
+
+
+def graph_backward(node, g):
+    """``node``'s input gradients for the incoming gradient ``g``, as a
+    graph (grad mode is on)."""
+    global _formulas
+    if _formulas is None:
+        _formulas = _make_formulas()
+    fn = node._function
+    formula = _formulas.get(fn)
+    if formula is not None:
+        return formula(node, g)
+    if not fn.__module__.startswith("ampc."):
+        return fn.backward(node, g)
+    raise NotImplementedError(
+        f"{node.name()}: ampc has no differentiable backward for this op, "
+        "so create_graph=True (higher-order gradients) cannot go through "
+        "it; it can through element-wise arithmetic (+ - * / neg pow sqrt "
+        "exp log abs relu clamp maximum minimum), casts and device moves, "
+        "sum, mean, cat, stack, views (reshape, view, flatten, transpose, "
+        "permute, expand, squeeze, unsqueeze, contiguous, basic indexing), "
+        "matmul, "
+        "linear and mse_loss")
+
+
+def _saved_output(node, t):
+    """The saved output ``t`` as a tensor whose grad_fn is ``node`` (the
+    saved copy itself is detached: keeping the node there would make a
+    reference cycle)."""
+    out = t._detach()
+    out.requires_grad = True
+    out.grad_fn = node
+    return out
+
+
+def _other(saved, scalar):
+    return scalar if saved is None else saved
+
+
+# -- element-wise
+
+
+def _add(node, g):
+    return g, g
+
+
+def _sub(node, g):
+    return g, (-g if node.needs_input_grad[1] else None)
+
+
+def _mul(node, g):
+    sa, sb = node.saved_tensors
+    a, b = _other(sa, node.a), _other(sb, node.b)
+    need_a, need_b = node.needs_input_grad
+    return (g * b if need_a else None), (g * a if need_b else None)
+
+
+def _div(node, g):
+    b, out = node.saved_tensors
+    b = _other(b, node.b)
+    ga = g / b
+    gb = None
+    if node.needs_input_grad[1]:
+        gb = -(ga * _saved_output(node, out))
+    return (ga if node.needs_input_grad[0] else None), gb
+
+
+def _pow(node, g):
+    a, b, out = node.saved_tensors
+    need_a, need_b = node.needs_input_grad
+    ga = gb = None
+    if need_a:
+        bb = _other(b, node.b)
+        if bb.__class__ in (int, float) and bb == 0:
+            ga = g * 0.0
+        else:
+            ga = g * bb * a ** (bb - 1)
+    if need_b:
+        log_a = (a.log() if a is not None else
+                 _C.full((), node.a, out.dtype, _dev_str(out)).log())
+        gb = g * _saved_output(node, out) * log_a
+    return ga, gb
+
+
+def _maximum(node, g):
+    a, b = node.saved_tensors
+    win = _C.compare(node._function._cmp, a, b)
+    tie = _C.compare("eq", a, b)
+    w = _C.binary("add", win, _C.binary("mul", tie, 0.5))
+    ga = g * w
+    return ga, ((g - ga) if node.needs_input_grad[1] else None)
+
+
+def _neg(node, g):
+    return -g
+
+
+def _abs(node, g):
+    a, = node.saved_tensors
+    return g * _C.unary("sign", a)
+
+
+def _sqrt(node, g):
+    out, = node.saved_tensors
+    return g / (_saved_output(node, out) * 2)
+
+
+def _exp(node, g):
+    out, = node.saved_tensors
+    return g * _saved_output(node, out)
+
+
+def _log(node, g):
+    a, = node.saved_tensors
+    return g / a
+
+
+def _relu(node, g):
+    out, = node.saved_tensors     # the mask has no derivative: no alias
+    return g * _C.compare("gt", out, 0)
+
+
+def _sign(node, g):
+    return g * 0
+
+
+def _clamp(node, g):
+    a, = node.saved_tensors
+    mask = None                   # (as the plain backward: lo <= a <= hi)
+    if node.lo is not None:
+        mask = _C.compare("ge", a, node.lo)
+    if node.hi is not None:
+        m = _C.compare("le", a, node.hi)
+        mask = m if mask is None else _C.binary("mul", mask, m)
+    return g if mask is None else g * mask
+
+
+def _cast(node, g):
+    return g, None              # the engine casts it back, differentiably
+
+
+def _identity(node, g):
+    return g
+
+
+def _to_device(node, g):
+    return g.to(node.src), None, None
+
+
+# -- reductions, joins, views
+
+
+def _sum(node, g):
+    return g.reshape(node.keep).expand(tuple(node.in_shape))
+
+
+def _mean(node, g):
+    return (g / node.n).reshape(node.keep).expand(tuple(node.in_shape))
+
+
+def _cat(node, g):
+    grads, start = [], 0
+    pre = (slice(None),) * node.dim
+    for need, n in zip(node.needs_input_grad, node.sizes):
+        grads.append(g[pre + (slice(start, start + n),)] if need else None)
+        start += n
+    return tuple(grads)
+
+
+def _stack(node, g):
+    dim = node.dim % g.ndim
+    pre = (slice(None),) * dim
+    return tuple(g[pre + (i,)] if need else None
+                 for i, need in enumerate(node.needs_input_grad))
+
+
+def _reshape(node, g):
+    return (g.reshape(tuple(node.in_shape)),) + \
+        (None,) * (len(node.next_functions) - 1)
+
+
+def _transpose(node, g):
+    return g.transpose(*node.dims), None, None
+
+
+def _permute(node, g):
+    n = len(node.dims)
+    inv = [0] * n
+    for i, d in enumerate(node.dims):
+        inv[d % n] = i
+    return g.permute(*inv), None
+
+
+class IndexInto(Function):
+    """A zero tensor of ``shape`` with ``g`` at ``index``: the gradient of
+    a basic-index view, as an op of its own (its gradient is that view of
+    the incoming one)."""
+
+    @staticmethod
+    def forward(ctx, g, shape, index):
+        ctx.index = index
+        out = _C.full(tuple(shape), 0, g.dtype, _dev_str(g))
+        _C.copy_(out._getitem(index), g)
+        return out
+
+    @staticmethod
+    def backward(ctx, gg):
+        return gg._getitem(ctx.index), None, None
+
+
+def _getitem(node, g):
+    return IndexInto.apply(g, node.in_shape, node.index), None
+
+
+def _index_into(node, g):
+    return g[node.index], None, None
+
+
+def _expand(node, g):
+    return g, None              # the engine sums it back, differentiably
+
+
+# -- matmul, linear, mse_loss
+
+
+def _matmul(node, g):
+    a, b = node.saved_tensors
+    need_a, need_b = node.needs_input_grad
+    a1, b1 = a.ndim == 1, b.ndim == 1
+    a2 = a.unsqueeze(0) if a1 else a
+    b2 = b.unsqueeze(1) if b1 else b
+    if a1 and b1:
+        g2 = g.reshape(1, 1)
+    elif a1:
+        g2 = g.unsqueeze(g.ndim - 1)
+    elif b1:
+        g2 = g.unsqueeze(g.ndim)
+    else:
+        g2 = g
+    ga = gb = None
+    if need_a:
+        ga = g2 @ b2.transpose(-2, -1)
+        if a1:
+            ga = ga.squeeze(ga.ndim - 2)
+    if need_b:
+        gb = a2.transpose(-2, -1) @ g2
+        if b1:
+            gb = gb.squeeze(gb.ndim - 1)
+    return ga, gb
+
+
+def _linear(node, g):
+    x, weight, out = node.saved_tensors
+    if node.relu:
+        g = g * _C.compare("gt", out, 0)
+    need_x, need_w, need_b = node.needs_input_grad[:3]
+    gx = g @ weight if need_x else None
+    g2 = g.reshape(-1, g.shape[-1])
+    gw = g2.transpose(0, 1) @ x.reshape(-1, x.shape[-1]) if need_w else None
+    gb = g2.sum(0) if need_b else None
+    return gx, gw, gb, None
+
+
+def _mse_loss(node, g):
+    inp, target = node.saved_tensors
+    diff = (inp - target) * 2
+    if node.reduction == "mean":
+        gi = diff * (g / inp.numel())
+    else:
+        gi = diff * g
+    gt = -gi if node.needs_input_grad[1] else None
+    return (gi if node.needs_input_grad[0] else None), gt, None
+
+
+def _make_formulas():
+    from ..nn import functional as F
+    from ..tensor import Matmul
+    return {
+        _fn.Add: _add, _fn.Sub: _sub, _fn.Mul: _mul, _fn.Div: _div,
+        _fn.Pow: _pow, _fn.Maximum: _maximum, _fn.Minimum: _maximum,
+        _fn.Neg: _neg, _fn.Abs: _abs, _fn.Sqrt: _sqrt, _fn.Exp: _exp,
+        _fn.Log: _log, _fn.Relu: _relu, _fn.Sign: _sign,
+        _fn.Clamp: _clamp, _fn.Cast: _cast, _fn.Clone: _identity,
+        _fn.ToDevice: _to_device,
+        _red.Sum: _sum, _red.Mean: _mean, _red.Contiguous: _identity,
+        _red.Cat: _cat, _red.Stack: _stack,
+        _views.View: _reshape, _views.Reshape: _reshape,
+        _views.Flatten: _reshape, _views.Squeeze: _reshape,
+        _views.Unsqueeze: _reshape, _views.Transpose: _transpose,
+        _views.Permute: _permute, _views.Expand: _expand,
+        _views.GetItem: _getitem, IndexInto: _index_into,
+        Matmul: _matmul, F._Linear: _linear, F._MseLoss: _mse_loss,
+        F._Relu: _relu,
+    }

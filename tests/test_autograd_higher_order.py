@@ -1,0 +1,235 @@
+"""Higher-order gradients: ``autograd.grad(..., create_graph=True)`` and
+``backward(create_graph=True)``.  Each supported op's second derivative
+(a Hessian-vector product) against central differences of its first
+derivative and, where torch is installed, against torch; PyTorch's
+``test_grad_scaling_penalty`` scenario; the clear error for ops without a
+differentiable backward."""
+import numpy as np
+import pytest
+
+import ampc
+from cuda_helpers import requires_cuda
+from helpers import to64, torch_or_skip
+from test_grad_scaler import inject_inf, run_scaling_case
+
+
+def F(lib):
+    return lib.nn.functional
+
+
+# f(lib, x, y) -> a scalar; x and y are (3, 4) float32 values in [0.5, 2)
+# (positive, for sqrt, log and pow) unless a case reshapes them.
+CASES = {
+    "add_sub": lambda lib, x, y: ((x + y) * (x - 2 * y)).sum(),
+    "mul": lambda lib, x, y: (x * y * x).sum(),
+    "div": lambda lib, x, y: (x / y + 3 / x).sum(),
+    "pow_scalar": lambda lib, x, y: (x ** 3 + y ** -1.5).sum(),
+    "pow_tensor": lambda lib, x, y: (x ** y).sum(),
+    "pow_scalar_base": lambda lib, x, y: (2.0 ** (x * y)).sum(),
+    "sqrt_exp_log": lambda lib, x, y: (x.sqrt() * y.exp() + (x * y).log()
+                                       ).sum(),
+    # (each piecewise op stays on one side of its kinks for every element,
+    # so that the differences are smooth)
+    "abs_neg": lambda lib, x, y: ((x - 0.25).abs() * (x - 2.25).abs()
+                                  * -y * x).sum(),
+    "relu": lambda lib, x, y: ((lib.relu(x - 0.25) + lib.relu(x - 2.25))
+                               * y * x).sum(),
+    "F_relu": lambda lib, x, y: (F(lib).relu(x - 0.25) ** 2 * y).sum(),
+    "clamp": lambda lib, x, y: ((x * y).clamp(min=0.1) * x
+                                + x.clamp(max=0.4) * y).sum(),
+    "maximum": lambda lib, x, y: (lib.maximum(x * x, y - 3) * y).sum(),
+    "minimum": lambda lib, x, y: (lib.minimum(x * y, x - 3) * x).sum(),
+    "cast": lambda lib, x, y: ((x * y).to(lib.float16).float() * x).sum(),
+    "sum_mean": lambda lib, x, y: ((x * y).sum(0) ** 2).mean()
+    + (x * x).mean(1, keepdim=True).sum() * y.sum(),
+    "cat_stack": lambda lib, x, y: (lib.cat([x * y, x], 1) ** 2).sum()
+    + (lib.stack([x, y * x], 0) ** 3).sum(),
+    "views": lambda lib, x, y: (
+        (x.reshape(4, 3) * y.view(4, 3)).flatten() ** 2).sum()
+    + (x.transpose(0, 1).unsqueeze(0) ** 2 * y.t()).squeeze(0).sum()
+    + (x.permute(1, 0).contiguous() ** 3).sum()
+    + (x[:1].expand(3, 4) * y * x).sum(),
+    "matmul": lambda lib, x, y: ((x @ y.t()) ** 2).sum()
+    + ((x[0] @ y.t()) ** 2).sum() + (x[0] @ y[1] * x[1] @ y[2])
+    + ((x.reshape(1, 3, 4) @ y.t()) ** 2).sum(),
+    "linear": lambda lib, x, y: (F(lib).linear(
+        x.reshape(3, 1, 4) * y, x * y, y[0, :3]) ** 2).sum(),
+    "linear_1d": lambda lib, x, y: (F(lib).linear(x[0], y * x) ** 2).sum(),
+    "mse_loss": lambda lib, x, y: F(lib).mse_loss(x * x, y)
+    + F(lib).mse_loss(x, y * y, reduction="sum")
+    + (F(lib).mse_loss(x * y, x, reduction="none") ** 2).sum(),
+}
+
+
+def values(seed):
+    rng = np.random.default_rng(seed)
+    return [rng.uniform(0.5, 2.0, (3, 4)).astype(np.float32)
+            for _ in range(3)]
+
+
+def first_grads(f, x, y, create_graph=False):
+    xt = ampc.tensor(x, requires_grad=True)
+    yt = ampc.tensor(y, requires_grad=True)
+    gx, gy = ampc.autograd.grad(f(ampc, xt, yt), (xt, yt),
+                                create_graph=create_graph)
+    return xt, yt, gx, gy
+
+
+def hvp(lib, f, x, y, v):
+    """d/d(x, y) of <grad_x f, v>: a Hessian-vector product."""
+    xt = lib.tensor(x, requires_grad=True)
+    yt = lib.tensor(y, requires_grad=True)
+    gx, gy = lib.autograd.grad(f(lib, xt, yt), (xt, yt), create_graph=True)
+    assert gx.requires_grad and gx.grad_fn is not None
+    hx, hy = lib.autograd.grad((gx * lib.tensor(v)).sum(), (xt, yt),
+                               allow_unused=True)
+    return tuple(np.zeros(x.shape) if h is None else to64(h.detach())
+                 for h in (hx, hy))
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_second_derivative_matches_differences_and_torch(case):
+    f = CASES[case]
+    x, y, v = values(len(case))
+    hx, hy = hvp(ampc, f, x, y, v)
+    # central differences of the first gradient along v (in x)
+    eps = 1e-2
+    plus = first_grads(f, x + eps * v, y)
+    minus = first_grads(f, x - eps * v, y)
+    dx = (to64(plus[2]) - to64(minus[2])) / (2 * eps)
+    dy = (to64(plus[3]) - to64(minus[3])) / (2 * eps)
+    # H is symmetric: d(grad_x . v)/dy = d(grad_y)/dx along v.  (float16
+    # rounding inside "cast" makes its differences rougher.)
+    tol = 6e-2 if case == "cast" else 2e-2
+    np.testing.assert_allclose(hx, dx, rtol=tol, atol=tol)
+    np.testing.assert_allclose(hy, dy, rtol=tol, atol=tol)
+    torch = torch_or_skip()
+    tx, ty = hvp(torch, f, x, y, v)
+    np.testing.assert_allclose(hx, tx, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(hy, ty, rtol=1e-4, atol=1e-4)
+
+
+def test_backward_create_graph_keeps_a_graph_in_grad():
+    x = ampc.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    (x ** 3).sum().backward(create_graph=True)
+    g = x.grad
+    assert g.grad_fn is not None and g.tolist() == [3.0, 12.0, 27.0]
+    x.grad = None
+    g.sum().backward()                       # d/dx 3x^2 = 6x
+    assert x.grad.tolist() == [6.0, 12.0, 18.0]
+    # a second create_graph pass adds into .grad out of place
+    y = ampc.tensor([1.0, 2.0], requires_grad=True)
+    (y * y).sum().backward(create_graph=True)
+    first = y.grad
+    (y * y).sum().backward(create_graph=True)
+    assert y.grad is not first and y.grad.tolist() == [4.0, 8.0]
+    assert first.tolist() == [2.0, 4.0]
+
+
+def test_create_graph_retains_the_graph_by_default():
+    x = ampc.tensor([1.0, 2.0], requires_grad=True)
+    loss = (x.exp() * x).sum()
+    ampc.autograd.grad(loss, x, create_graph=True)
+    g, = ampc.autograd.grad(loss, x)            # the graph is still there
+    np.testing.assert_allclose(to64(g), np.exp([1.0, 2.0]) * [2.0, 3.0],
+                               rtol=1e-6)
+
+
+def test_users_function_backward_runs_with_grad_mode_on():
+    class Cube(ampc.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x * x * x
+
+        @staticmethod
+        def backward(ctx, g):
+            x, = ctx.saved_tensors
+            return g * 3 * x * x
+
+    x = ampc.tensor([1.0, -2.0], requires_grad=True)
+    g, = ampc.autograd.grad(Cube.apply(x).sum(), x, create_graph=True)
+    assert ampc.autograd.grad(g.sum(), x)[0].tolist() == [6.0, -12.0]
+
+
+def test_ops_without_a_differentiable_backward_say_so():
+    x = ampc.randn(1, 2, 5, 5, requires_grad=True)
+    w = ampc.randn(3, 2, 3, 3, requires_grad=True)
+    loss = F(ampc).conv2d(x, w).sum()
+    with pytest.raises(NotImplementedError,
+                       match=r"ConvolutionBackward0: ampc has no "
+                       r"differentiable backward for this op, so "
+                       r"create_graph=True .* matmul, linear and mse_loss"):
+        ampc.autograd.grad(loss, w, create_graph=True)
+    # the plain backward of the same graph still works
+    assert ampc.autograd.grad(loss, w)[0].shape == w.shape
+
+
+def test_create_graph_under_autocast_keeps_the_forward_dtypes():
+    """Backward formulas run with autocast off: the first gradient of a
+    float32 weight used in bfloat16 is float32 and has a graph; the
+    penalty's gradient reaches the weight."""
+    ampc.manual_seed(0)
+    lin = ampc.nn.Linear(4, 3)
+    x = ampc.randn(5, 4)
+    with ampc.autocast("cpu", dtype=ampc.bfloat16):
+        out = lin(x)
+    assert out.dtype is ampc.bfloat16
+    gw, = ampc.autograd.grad(out.float().pow(2).sum(), lin.weight,
+                             create_graph=True)
+    assert gw.dtype is ampc.float32 and gw.grad_fn is not None
+    penalty, = ampc.autograd.grad(gw.pow(2).sum(), lin.weight)
+    assert penalty.dtype is ampc.float32 and penalty.abs().sum().item() > 0
+
+
+def penalty_run(data, model, opt, scaler, loss_fn, skip_iter,
+                try_scaling_api):
+    """PyTorch's test_grad_scaling_penalty, line for line."""
+    for i, (x, y) in enumerate(data):
+        opt.zero_grad()
+        loss = loss_fn(model(x), y)
+        if try_scaling_api:
+            grad_params = ampc.autograd.grad(
+                scaler.scale(loss), model.parameters(), create_graph=True)
+            inv_scale = 1.0 / scaler.get_scale()
+            grad_params = [p * inv_scale for p in grad_params]
+        else:
+            grad_params = ampc.autograd.grad(loss, model.parameters(),
+                                             create_graph=True)
+        grad_norm = 0
+        for grad in grad_params:
+            grad_norm += grad.pow(2).sum()
+        loss = loss + grad_norm.sqrt()
+        if try_scaling_api:
+            scaler.scale(loss).backward()
+            if i == skip_iter and scaler.is_enabled():
+                inject_inf(model)
+            scaler.step(opt)
+            scaler.update()
+        else:
+            loss.backward()
+            if not scaler.is_enabled() or i != skip_iter:
+                opt.step()
+
+
+def test_grad_scaling_penalty():
+    run_scaling_case(penalty_run, unskipped=3, skipped=1, atol=1e-5)
+
+
+@pytest.mark.cuda
+@requires_cuda
+def test_penalty_step_on_cuda_matches_cpu():
+    def step(device):
+        ampc.manual_seed(0)
+        model = ampc.nn.Sequential(ampc.nn.Linear(8, 8),
+                                   ampc.nn.Linear(8, 8)).to(device)
+        x = ampc.randn(8, 8).to(device)
+        loss = F(ampc).mse_loss(model(x), x)
+        grads = ampc.autograd.grad(loss, model.parameters(),
+                                   create_graph=True)
+        (loss + sum(g.pow(2).sum() for g in grads).sqrt()).backward()
+        return [to64(p.grad.cpu()) for p in model.parameters()]
+
+    # (float32 GEMMs on the GPU run without TF32 unless asked)
+    for a, b in zip(step("cuda"), step("cpu")):
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
