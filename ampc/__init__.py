@@ -35,8 +35,11 @@ _C._set_classes(Tensor, Size)
 _C._set_autocast_cast_fn(autograd.functions.Cast.apply)
 from ._C import (  # noqa: E402,F401
     autocast, is_autocast_enabled, get_autocast_dtype,
-    is_autocast_cache_enabled, clear_autocast_cache,
+    is_autocast_cache_enabled, clear_autocast_cache, set_autocast_enabled,
+    set_autocast_dtype, set_autocast_cache_enabled,
+    autocast_increment_nesting, autocast_decrement_nesting,
 )
+from ._autocast_legacy import *  # noqa: E402,F401,F403
 
 globals().update(_FUNCTIONS)        # ampc.add, ampc.sum, ampc.max, ...
 

@@ -47,8 +47,8 @@ ampc_autocast_state(void)
     return (AutocastState *)value;
 }
 
-static AutocastState *
-copy_state(const AutocastState *src)
+AutocastState *
+ampc_autocast_copy_state(const AutocastState *src)
 {
     AutocastState *st = PyObject_New(AutocastState, state_type);
     if (st == NULL) {
@@ -81,6 +81,16 @@ static PyType_Spec state_spec = {
              Py_TPFLAGS_IMMUTABLETYPE,
     .slots = state_slots,
 };
+
+/* Make st the current state, for good (the setters of autocast_state.c;
+ * an enclosing autocast context still restores its own at exit). */
+int
+ampc_autocast_set_state(AutocastState *st)
+{
+    PyObject *token = PyContextVar_Set(state_var, (PyObject *)st);
+    Py_XDECREF(token);
+    return token == NULL ? -1 : 0;
+}
 
 // ----------------------------------------------------------------------------
 // device types
@@ -254,7 +264,7 @@ autocast_do_enter(AmpcAutocastObject *self)
     if (st == NULL) {
         return -1;
     }
-    AutocastState *next = copy_state(st);
+    AutocastState *next = ampc_autocast_copy_state(st);
     Py_DECREF(st);
     if (next == NULL) {
         return -1;

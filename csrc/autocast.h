@@ -18,6 +18,10 @@ typedef struct {
 
 /* The current thread's (context's) state: a new reference, or NULL. */
 AutocastState *ampc_autocast_state(void);
+/* A new snapshot equal to src, to change before setting it. */
+AutocastState *ampc_autocast_copy_state(const AutocastState *src);
+/* Make st the current state; -1 on error. */
+int ampc_autocast_set_state(AutocastState *st);
 /* 'cpu' or 'cuda' -> ampc_device_type; -1 with PyTorch's errors. */
 int ampc_autocast_device_type(PyObject *obj, const char *fn);
 

@@ -466,6 +466,7 @@ extern PyMethodDef ampc_amp_methods[];
 extern PyMethodDef ampc_grad_norm_methods[];
 extern PyMethodDef ampc_autocast_functions[];
 extern PyMethodDef ampc_autocast_policy_functions[];
+extern PyMethodDef ampc_autocast_state_functions[];
 extern PyMethodDef ampc_cuda_graph_methods[];
 extern PyMethodDef ampc_cuda_event_methods[];
 
@@ -487,6 +488,7 @@ join_functions(void)
                                    ampc_grad_norm_methods,
                                    ampc_autocast_functions,
                                    ampc_autocast_policy_functions,
+                                   ampc_autocast_state_functions,
                                    ampc_cuda_graph_methods,
                                    ampc_cuda_event_methods};
     size_t n = 0;
