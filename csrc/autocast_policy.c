@@ -65,6 +65,22 @@ ac_autocast_cache_size(PyObject *module, PyObject *unused)
     return PyLong_FromSsize_t(PyDict_Size(cast_cache));
 }
 
+/* The cached casts.  (Each keeps its weight alive through its grad_fn,
+ * so none outlives its weight.) */
+static PyObject *
+ac_autocast_cache_tensors(PyObject *module, PyObject *unused)
+{
+    PyObject *list = PyList_New(0);
+    PyObject *key, *entry;
+    Py_ssize_t pos = 0;
+    while (list != NULL && PyDict_Next(cast_cache, &pos, &key, &entry)) {
+        if (PyList_Append(list, PyTuple_GET_ITEM(entry, 1)) < 0) {
+            Py_CLEAR(list);
+        }
+    }
+    return list;
+}
+
 static const policy_entry *
 find_policy(PyObject *op)
 {
@@ -315,6 +331,8 @@ ac_autocast_cast_args(PyObject *module, PyObject *fargs)
 PyMethodDef ampc_autocast_policy_functions[] = {
     {"clear_autocast_cache", ac_clear_autocast_cache, METH_NOARGS,
      "drops the cached weight casts"},
+    {"_autocast_cache_tensors", ac_autocast_cache_tensors, METH_NOARGS,
+     "the weight casts cached now"},
     {"_autocast_cache_size", ac_autocast_cache_size, METH_NOARGS,
      "the number of cached weight casts"},
     {"autocast_policy", ac_autocast_policy, METH_VARARGS,

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import ampc
+from cuda_helpers import requires_cuda
 import ampc.nn.functional as F
 
 
@@ -379,6 +380,28 @@ def test_cache_reuses_one_cast_per_weight_within_a_context():
     with ampc.autocast("cpu"):
         F.linear(a, lw)
         assert ampc._C._autocast_cache_size() == 1
+
+
+@pytest.mark.parametrize("device", [
+    "cpu", pytest.param("cuda", marks=[pytest.mark.cuda, requires_cuda])])
+def test_autocast_cache_info_counts_the_cached_casts(device):
+    ampc.manual_seed(0)
+    model = ampc.nn.Sequential(ampc.nn.Linear(33, 17),
+                               ampc.nn.Linear(17, 5)).to(device)
+    x = ampc.randn(3, 33).to(device)
+    dtype = ampc.float16
+    where = "cpu" if device == "cpu" else "cuda:0"
+    with ampc.autocast(device, dtype=dtype):
+        model(x)
+        info = ampc.amp.autocast_cache_info()
+        params = sum(p.numel() for p in model.parameters())
+        assert info == (4, 2 * params, {where: 2 * params})
+        model(x)                    # the same casts serve again
+        assert ampc.amp.autocast_cache_info() == info
+    assert ampc.amp.autocast_cache_info() == (0, 0, {})
+    with ampc.autocast(device, dtype=dtype, cache_enabled=False):
+        model(x)
+        assert ampc.amp.autocast_cache_info().entries == 0
 
 
 def test_cache_gives_one_grad_path_per_weight():

@@ -8,7 +8,8 @@ whether a scaler) suits this machine, and why.  ``custom_fwd`` /
 ``custom_bwd`` bring custom autograd Functions under autocast, as PyTorch's;
 ``register_op`` gives any function an autocast policy; ``detect_overflow``
 finds the layer where inf/NaN first appeared; ``layer_report`` times a
-training step layer by layer and says what keeps AMP from being faster.
+training step layer by layer and says what keeps AMP from being faster;
+``autocast_cache_info`` says how much memory the weight-cast cache holds.
 
 >>> import ampc
 >>> scaler = ampc.amp.GradScaler("cpu", init_scale=1024.0)
@@ -22,12 +23,47 @@ training step layer by layer and says what keeps AMP from being faster.
 >>> round(w[0].item(), 6)
 0.8
 """
+import collections
+
+from .. import _C
 from .._C import GradScaler, OptState
 from .._C import autocast  # csrc/autocast.c: the same object as ampc.autocast
 from .advice import AutocastChoice, suggest_autocast
 from .custom_ops import custom_bwd, custom_fwd, register_op
 from .overflow import OverflowRecord, OverflowReport, detect_overflow
 from .perf import LayerReport, LayerTiming, layer_report
+
+
+class CastCacheInfo(collections.namedtuple("CastCacheInfo",
+                                           "entries bytes by_device")):
+    """What autocast's weight-cast cache holds now: how many casts, their
+    bytes in all and per device ("cpu", "cuda:0")."""
+
+    __slots__ = ()
+
+
+def autocast_cache_info():
+    """The weight-cast cache's size (beyond PyTorch; user_needs A7): inside
+    an autocast region each float32 weight that requires grad is cast to
+    the autocast dtype once and kept until the outermost region exits,
+    which costs this much memory; ``autocast(..., cache_enabled=False)``
+    trades it for a cast at every use.
+
+    >>> import ampc
+    >>> lin = ampc.nn.Linear(64, 32)
+    >>> with ampc.autocast("cpu", dtype=ampc.bfloat16):
+    ...     _ = lin(ampc.ones(2, 64))
+    ...     ampc.amp.autocast_cache_info()
+    CastCacheInfo(entries=2, bytes=4160, by_device={'cpu': 4160})
+    >>> ampc.amp.autocast_cache_info().entries
+    0
+    """
+    by_device = {}
+    tensors = _C._autocast_cache_tensors()
+    for t in tensors:
+        dev = str(t.device)
+        by_device[dev] = by_device.get(dev, 0) + t.numel() * t.element_size()
+    return CastCacheInfo(len(tensors), sum(by_device.values()), by_device)
 
 
 def is_autocast_available(device_type):
@@ -41,8 +77,9 @@ def is_autocast_available(device_type):
     return device(device_type).type in ("cpu", "cuda")
 
 
-__all__ = ["AutocastChoice", "GradScaler", "LayerReport", "LayerTiming",
+__all__ = ["AutocastChoice", "CastCacheInfo", "GradScaler", "LayerReport", "LayerTiming",
            "OptState", "OverflowRecord", "OverflowReport", "autocast",
+           "autocast_cache_info",
            "custom_bwd", "custom_fwd", "detect_overflow",
            "is_autocast_available", "layer_report",
            "register_op", "suggest_autocast"]
