@@ -309,6 +309,17 @@ class BuildExt(build_ext):
         super().run()
         self.write_build_config(cuda)
 
+    def build_extensions(self):
+        """The C sources of _C compiled side by side: distutils compiles
+        one extension's sources one after another (its `parallel` option
+        only builds several extensions at once), which took about 100 s of
+        tools/gpu_check.sh's 540 s budget.  AMPC_BUILD_JOBS caps the jobs
+        (default: every CPU)."""
+        jobs = int(os.environ.get("AMPC_BUILD_JOBS") or os.cpu_count() or 1)
+        if jobs > 1:
+            self.compiler.compile = _parallel_compile(self.compiler, jobs)
+        super().build_extensions()
+
     def compile_cuda(self, cuda):
         """nvcc -c each cuda/*.cu into build_temp, all at once; the objects."""
         out_dir = os.path.join(self.build_temp, "cuda")
@@ -332,6 +343,29 @@ class BuildExt(build_ext):
         lines.append(f"STATUS = {cuda.status!r}")
         with open(os.path.join(package_dir, "_build_config.py"), "w") as f:
             f.write("\n".join(lines) + "\n")
+
+
+def _parallel_compile(compiler, jobs):
+    """compiler.compile (distutils' CCompiler.compile, the same steps) with
+    the sources compiled by `jobs` threads; each gcc is its own process, so
+    threads are enough."""
+    def compile(sources, output_dir=None, macros=None, include_dirs=None,
+                debug=0, extra_preargs=None, extra_postargs=None,
+                depends=None):
+        macros, objects, extra_postargs, pp_opts, build = \
+            compiler._setup_compile(output_dir, macros, include_dirs,
+                                    sources, depends, extra_postargs)
+        cc_args = compiler._get_cc_args(pp_opts, debug, extra_preargs)
+
+        def one(obj):
+            if obj in build:
+                src, ext = build[obj]
+                compiler._compile(obj, src, ext, cc_args, extra_postargs,
+                                  pp_opts)
+        with ThreadPoolExecutor(max_workers=jobs) as pool:
+            list(pool.map(one, objects))    # list() re-raises failures
+        return objects
+    return compile
 
 
 ext = Extension(

@@ -118,6 +118,20 @@ if not c.CUDA:
     raise SystemExit("gpu_check: the build did not compile CUDA")
 if empty:
     raise SystemExit(f"gpu_check: CUDA slots left empty: {empty}")
+# Every slot is filled even without the libraries (the gemm slot is then a
+# stub that raises), so say which ones were linked, and fail this stage
+# when cuBLAS is missing: every linear, matmul and conv (its im2col path
+# too) would fail later, and the summary should name the cause first.
+for name, path in sorted(c.CUDA_LIBRARIES.items()):
+    print(f"  linked {name}: {path}")
+print(f"cuDNN at run time: {ampc.backends.cudnn.version()}")
+if not (c.CUBLAS or c.CUBLASLT):
+    raise SystemExit("gpu_check: the build found no cuBLAS / cuBLASLt "
+                     "(site-packages/nvidia/cu13/lib or the toolkit): "
+                     "every GEMM would raise")
+if not c.CUDNN:
+    print("gpu_check: WARNING: the build found no cuDNN: conv2d runs as "
+          "im2col + GEMM and the cuDNN tests skip")
 if not ampc.cuda.is_available():
     raise SystemExit("gpu_check: ampc sees no GPU")
 EOF
