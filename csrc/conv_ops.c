@@ -41,26 +41,90 @@ parse_conv_params(const char *fn, PyObject *st, PyObject *pad, PyObject *dil,
     return 0;
 }
 
-/* x (N, C, H, W), weight (OC, C, KH, KW), bias (OC) or NULL: checks and
- * fills the shape; -1 with an exception. */
+/* groups: a positive int (NULL: 1); -1 with an exception. */
 static int
-conv_shape(const char *fn, AmpcTensorObject *x, AmpcTensorObject *w,
-           AmpcTensorObject *b, const int64_t st[2], const int64_t pad[2],
-           const int64_t dil[2], ampc_conv2d_shape *s)
+parse_groups(const char *fn, PyObject *obj, int64_t *groups)
 {
-    char buf[256];
-    if (ampc_la_check_ndim(fn, "input", x, 4, "(N, C, H, W)") < 0 ||
-        ampc_la_check_ndim(fn, "weight", w, 4, "(OC, C, KH, KW)") < 0 ||
-        ampc_la_same_dtype(fn, "weight", w, "input", x) < 0) {
+    *groups = 1;
+    if (obj == NULL) {
+        return 0;
+    }
+    if (!PyLong_Check(obj) || PyBool_Check(obj)) {
+        PyErr_Format(PyExc_TypeError,
+                     "%s(): expected groups to be a positive int, got %R",
+                     fn, obj);
         return -1;
     }
-    if (x->shape[1] != w->shape[1]) {
-        ampc_format_shape(buf, sizeof(buf), 4, w->shape);
+    *groups = PyLong_AsLongLong(obj);
+    if (*groups == -1 && PyErr_Occurred()) {
+        return -1;
+    }
+    if (*groups < 1) {
+        PyErr_Format(PyExc_RuntimeError,
+                     "%s(): expected groups to be a positive int, got %lld",
+                     fn, (long long)*groups);
+        return -1;
+    }
+    return 0;
+}
+
+/* x (N, C, H, W) against weight (OC, C/G, KH, KW) for G groups: G divides
+ * C and OC; -1 with an exception. */
+static int
+check_channels(const char *fn, AmpcTensorObject *x, AmpcTensorObject *w,
+               int64_t groups)
+{
+    char buf[256];
+    ampc_format_shape(buf, sizeof(buf), 4, w->shape);
+    if (groups == 1) {
+        if (x->shape[1] == w->shape[1]) {
+            return 0;
+        }
         PyErr_Format(PyExc_RuntimeError,
                      "%s(): expected input to have %lld channels (weight "
                      "has shape %s), got %lld channels",
                      fn, (long long)w->shape[1], buf,
                      (long long)x->shape[1]);
+        return -1;
+    }
+    if (x->shape[1] % groups != 0) {
+        PyErr_Format(PyExc_RuntimeError,
+                     "%s(): expected input's channels to be divisible by "
+                     "groups=%lld, got %lld channels",
+                     fn, (long long)groups, (long long)x->shape[1]);
+        return -1;
+    }
+    if (w->shape[0] % groups != 0) {
+        PyErr_Format(PyExc_RuntimeError,
+                     "%s(): expected weight's output channels (dim 0) to be "
+                     "divisible by groups=%lld, got weight of shape %s",
+                     fn, (long long)groups, buf);
+        return -1;
+    }
+    if (w->shape[1] * groups != x->shape[1]) {
+        PyErr_Format(PyExc_RuntimeError,
+                     "%s(): expected weight to have %lld input channels "
+                     "per group (dim 1: the input's %lld channels / "
+                     "groups=%lld), got weight of shape %s",
+                     fn, (long long)(x->shape[1] / groups),
+                     (long long)x->shape[1], (long long)groups, buf);
+        return -1;
+    }
+    return 0;
+}
+
+/* x (N, C, H, W), weight (OC, C/G, KH, KW), bias (OC) or NULL: checks and
+ * fills the shape; -1 with an exception. */
+static int
+conv_shape(const char *fn, AmpcTensorObject *x, AmpcTensorObject *w,
+           AmpcTensorObject *b, const int64_t st[2], const int64_t pad[2],
+           const int64_t dil[2], int64_t groups, ampc_conv2d_shape *s)
+{
+    char buf[256];
+    if (ampc_la_check_ndim(fn, "input", x, 4, "(N, C, H, W)") < 0 ||
+        ampc_la_check_ndim(fn, "weight", w, 4, "(OC, C, KH, KW)") < 0 ||
+        ampc_la_same_dtype(fn, "weight", w, "input", x) < 0 ||
+        check_channels(fn, x, w, groups) < 0) {
         return -1;
     }
     if (w->shape[2] < 1 || w->shape[3] < 1) {
@@ -87,7 +151,8 @@ conv_shape(const char *fn, AmpcTensorObject *x, AmpcTensorObject *w,
     *s = (ampc_conv2d_shape){
         .n = x->shape[0], .c = x->shape[1], .h = x->shape[2],
         .w = x->shape[3], .oc = w->shape[0], .kh = w->shape[2],
-        .kw = w->shape[3], .sh = st[0], .sw = st[1], .ph = pad[0],
+        .kw = w->shape[3], .groups = groups, .sh = st[0], .sw = st[1],
+        .ph = pad[0],
         .pw = pad[1], .dh = dil[0], .dw = dil[1],
     };
     int64_t eh = s->dh * (s->kh - 1) + 1, ew = s->dw * (s->kw - 1) + 1;
@@ -110,32 +175,34 @@ static double
 conv_flops(const ampc_conv2d_shape *s)
 {
     return 2.0 * (double)s->n * (double)s->oc * (double)s->oh *
-           (double)s->ow * (double)(s->c * s->kh * s->kw);
+           (double)s->ow * (double)(s->c / s->groups * s->kh * s->kw);
 }
 
-/* x (N, C, H, W), weight (OC, C, KH, KW), bias (OC) -> y (N, OC, OH, OW) */
+/* x (N, C, H, W), weight (OC, C/G, KH, KW), bias (OC) -> y (N, OC, OH,
+ * OW) */
 static PyObject *
 op_conv2d(PyObject *module, PyObject *args, PyObject *kwds)
 {
     static char *kwlist[] = {"input", "weight", "bias", "stride", "padding",
-                             "dilation", "relu", NULL};
+                             "dilation", "relu", "groups", NULL};
     const char *fn = "conv2d";
     PyObject *x_obj, *w_obj, *b_obj = Py_None;
-    PyObject *st_obj = NULL, *pad_obj = NULL, *dil_obj = NULL;
+    PyObject *st_obj = NULL, *pad_obj = NULL, *dil_obj = NULL, *g_obj = NULL;
     int relu = 0;
-    int64_t st[2] = {1, 1}, pad[2] = {0, 0}, dil[2] = {1, 1};
+    int64_t st[2] = {1, 1}, pad[2] = {0, 0}, dil[2] = {1, 1}, groups;
     AmpcTensorObject *x, *w, *b = NULL, *xc = NULL, *wc = NULL, *bc = NULL;
     AmpcTensorObject *y = NULL;
     ampc_conv2d_shape s;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OO|OOOOp:conv2d", kwlist,
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OO|OOOOpO:conv2d", kwlist,
                                      &x_obj, &w_obj, &b_obj, &st_obj,
-                                     &pad_obj, &dil_obj, &relu) ||
+                                     &pad_obj, &dil_obj, &relu, &g_obj) ||
         (x = ampc_la_float_tensor(fn, "input", x_obj)) == NULL ||
         (w = ampc_la_float_tensor(fn, "weight", w_obj)) == NULL ||
         (b_obj != Py_None &&
          (b = ampc_la_float_tensor(fn, "bias", b_obj)) == NULL) ||
         parse_conv_params(fn, st_obj, pad_obj, dil_obj, st, pad, dil) < 0 ||
-        conv_shape(fn, x, w, b, st, pad, dil, &s) < 0 ||
+        parse_groups(fn, g_obj, &groups) < 0 ||
+        conv_shape(fn, x, w, b, st, pad, dil, groups, &s) < 0 ||
         ampc_la_check_devices(fn, 3, (AmpcTensorObject *[]){x, w, b}) < 0) {
         return NULL;
     }
@@ -189,26 +256,29 @@ error:
     return NULL;
 }
 
-/* grad_out (N, OC, OH, OW), x (N, C, H, W), weight (OC, C, KH, KW) ->
+/* grad_out (N, OC, OH, OW), x (N, C, H, W), weight (OC, C/G, KH, KW) ->
  * (grad_x, grad_w, grad_b), each None unless needed */
 static PyObject *
 op_conv2d_backward(PyObject *module, PyObject *args)
 {
     const char *fn = "conv2d_backward";
     PyObject *go_obj, *x_obj, *w_obj, *st_obj, *pad_obj, *dil_obj, *needs;
+    PyObject *g_obj = NULL;
     AmpcTensorObject *go, *x, *w, *goc = NULL, *xc = NULL, *wc = NULL;
     AmpcTensorObject *gx = NULL, *gw = NULL, *gb = NULL;
-    int64_t st[2], pad[2], dil[2];
+    int64_t st[2], pad[2], dil[2], groups;
     int need[3];
     ampc_conv2d_shape s;
     char buf[256], buf2[256];
-    if (!PyArg_ParseTuple(args, "OOOOOOO:conv2d_backward", &go_obj, &x_obj,
-                          &w_obj, &st_obj, &pad_obj, &dil_obj, &needs) ||
+    if (!PyArg_ParseTuple(args, "OOOOOOO|O:conv2d_backward", &go_obj,
+                          &x_obj, &w_obj, &st_obj, &pad_obj, &dil_obj,
+                          &needs, &g_obj) ||
         (go = ampc_la_float_tensor(fn, "grad_out", go_obj)) == NULL ||
         (x = ampc_la_float_tensor(fn, "input", x_obj)) == NULL ||
         (w = ampc_la_float_tensor(fn, "weight", w_obj)) == NULL ||
         parse_conv_params(fn, st_obj, pad_obj, dil_obj, st, pad, dil) < 0 ||
-        conv_shape(fn, x, w, NULL, st, pad, dil, &s) < 0 ||
+        parse_groups(fn, g_obj, &groups) < 0 ||
+        conv_shape(fn, x, w, NULL, st, pad, dil, groups, &s) < 0 ||
         ampc_la_same_dtype(fn, "grad_out", go, "input", x) < 0 ||
         ampc_la_parse_needs(fn, needs, "need_input, need_weight, need_bias",
                             need) < 0 ||
@@ -341,10 +411,10 @@ PyMethodDef ampc_conv_methods[] = {
     {"conv2d", (PyCFunction)(void (*)(void))op_conv2d,
      METH_VARARGS | METH_KEYWORDS,
      "conv2d(input, weight, bias=None, stride=(1, 1), padding=(0, 0), "
-     "dilation=(1, 1), relu=False) -> output"},
+     "dilation=(1, 1), relu=False, groups=1) -> output"},
     {"conv2d_backward", op_conv2d_backward, METH_VARARGS,
      "conv2d_backward(grad_out, input, weight, stride, padding, dilation, "
-     "needs) -> (grad_input, grad_weight, grad_bias)"},
+     "needs, groups=1) -> (grad_input, grad_weight, grad_bias)"},
     {"_cudnn_algo_cache", (PyCFunction)(void (*)(void))op_cudnn_algo_cache,
      METH_VARARGS | METH_KEYWORDS,
      "_cudnn_algo_cache(clear=False) -> (entries, hits, misses) of the "

@@ -245,10 +245,13 @@ typedef struct {
 /* Returns 0 or AMPC_LINALG_NOMEM. */
 typedef int (*ampc_gemm_fn)(const ampc_gemm_args *g);
 
-/* groups == 1; every tensor contiguous. */
+/* Every tensor contiguous.  With G groups, output channels [g*OC/G,
+ * (g+1)*OC/G) see only input channels [g*C/G, (g+1)*C/G): the weight is
+ * (OC, C/G, KH, KW), and G divides C and OC. */
 typedef struct {
     int64_t n, c, h, w;     /* input x (N, C, H, W) */
-    int64_t oc, kh, kw;     /* weight (OC, C, KH, KW) */
+    int64_t oc, kh, kw;     /* weight (OC, C/G, KH, KW) */
+    int64_t groups;         /* G >= 1 */
     int64_t oh, ow;         /* output y (N, OC, OH, OW) */
     int64_t sh, sw;         /* stride */
     int64_t ph, pw;         /* zero padding */
@@ -264,7 +267,7 @@ typedef int (*ampc_conv2d_fwd_fn)(const ampc_conv2d_shape *s, ampc_dtype dt,
 typedef int (*ampc_conv2d_bwd_input_fn)(const ampc_conv2d_shape *s,
                                         ampc_dtype dt, const void *dy,
                                         const void *w, void *dx);
-/* dy, x -> dw (OC, C, KH, KW) and db (OC), each NULL when not wanted;
+/* dy, x -> dw (OC, C/G, KH, KW) and db (OC), each NULL when not wanted;
  * summed over the batch in float32 and rounded once. */
 typedef int (*ampc_conv2d_bwd_weight_fn)(const ampc_conv2d_shape *s,
                                          ampc_dtype dt, const void *dy,

@@ -137,17 +137,18 @@ void *ampc_gemm_buffer(int slot, size_t nbytes);
  * FLOP/s, each timed by its own CPU clock. */
 double ampc_peak_run(double (*chunk)(void), double seconds, int nthreads);
 
-/* x (N, C, H, W), w (OC, C, KH, KW), bias (OC) or NULL -> y (N, OC, OH, OW) */
+/* x (N, C, H, W), w (OC, C/G, KH, KW), bias (OC) or NULL -> y (N, OC, OH,
+ * OW) */
 int ampc_conv2d_fwd_run(const ampc_gemm_parts *parts,
                         const ampc_conv2d_shape *s, ampc_dtype dt,
                         const void *x, const void *w, const void *bias,
                         int relu, void *y);
-/* dy (N, OC, OH, OW), w (OC, C, KH, KW) -> dx (N, C, H, W) */
+/* dy (N, OC, OH, OW), w (OC, C/G, KH, KW) -> dx (N, C, H, W) */
 int ampc_conv2d_bwd_input_run(const ampc_gemm_parts *parts,
                               const ampc_conv2d_shape *s, ampc_dtype dt,
                               const void *dy, const void *w, void *dx);
-/* dy (N, OC, OH, OW), x (N, C, H, W) -> dw (OC, C, KH, KW) (NULL: skip),
- * db (OC) (NULL: skip) */
+/* dy (N, OC, OH, OW), x (N, C, H, W) -> dw (OC, C/G, KH, KW) (NULL:
+ * skip), db (OC) (NULL: skip) */
 int ampc_conv2d_bwd_weight_run(const ampc_gemm_parts *parts,
                                const ampc_conv2d_shape *s, ampc_dtype dt,
                                const void *dy, const void *x, void *dw,

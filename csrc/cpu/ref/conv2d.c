@@ -1,8 +1,14 @@
-/* conv2d.c - 2-D convolution (groups = 1) lowered onto the level's GEMM
- * parts, one image at a time: im2col + GEMM forward, GEMM + col2im for the
+/* conv2d.c - 2-D convolution lowered onto the level's GEMM parts, one
+ * image and group at a time: im2col + GEMM forward, GEMM + col2im for the
  * input gradient, im2col + GEMM summed over the batch for the weight
  * gradient.  Every level shares these drivers; a level's conv2d entry points
  * pass its GEMM parts in.
+ *
+ * Groups: group g of image i is a convolution of its own, C/G channels to
+ * OC/G, on slices of x, w, the bias and y that start at an offset (each
+ * group's channels are contiguous), so the per-image code below runs
+ * unchanged on the group's shape (group_shape).  A "task" is one (image,
+ * group) pair, numbered image-major; with G = 1 tasks are images.
  *
  * Each image is first copied inside a border of zeros, so im2col and col2im
  * move whole rows without bounds checks (before that, im2col's per-row
@@ -14,11 +20,12 @@
  * image's matrix, 27 x 1024 or 288 x 256 for the lab's layers, stays in L2)
  * and packs it with register transposes.
  *
- * Threads: a batch of at least as many images as threads is split by image
- * (each GEMM single-threaded, no synchronisation); a smaller batch runs its
- * images in turn with every thread inside each GEMM.  Weight and bias
- * gradients are summed in float32 per thread, then across threads in a
- * fixed order, and rounded once.
+ * Threads: at least as many tasks as threads are split by task (each GEMM
+ * single-threaded, no synchronisation), so a depthwise convolution's many
+ * tiny GEMMs spread over the cores even for one image; fewer tasks run in
+ * turn with every thread inside each GEMM.  Weight and bias gradients are
+ * summed in float32 per thread, then across threads in a fixed order, and
+ * rounded once.
  */
 #include <omp.h>
 #include <stdlib.h>
@@ -37,14 +44,48 @@ is_pointwise(const ampc_conv2d_shape *s)
            s->ph == 0 && s->pw == 0;
 }
 
-/* The threads for the whole convolution, and whether to split by image. */
+/* One group's convolution, C/G input channels to OC/G outputs: the shape
+ * the per-image helpers work on (the whole convolution when G is 1). */
+static ampc_conv2d_shape
+group_shape(const ampc_conv2d_shape *s)
+{
+    ampc_conv2d_shape g = *s;
+    g.c = s->c / s->groups;
+    g.oc = s->oc / s->groups;
+    g.groups = 1;
+    return g;
+}
+
+/* Where task t (image t / G, group t % G) starts: element offsets of its
+ * slices of x (C/G channels), y (OC/G channels) and w (OC/G filters), and
+ * its first output channel (into the bias). */
+typedef struct {
+    int64_t group, x, y, w, oc;
+} conv_task;
+
+static conv_task
+task_at(const ampc_conv2d_shape *s, int64_t t)
+{
+    const int64_t i = t / s->groups, g = t % s->groups;
+    const int64_t cg = s->c / s->groups, ocg = s->oc / s->groups;
+    return (conv_task){
+        .group = g,
+        .x = (i * s->c + g * cg) * s->h * s->w,
+        .y = (i * s->oc + g * ocg) * s->oh * s->ow,
+        .w = g * ocg * cg * s->kh * s->kw,
+        .oc = g * ocg,
+    };
+}
+
+/* The threads for the whole convolution, and whether to split by task. */
 static int
-conv_threads(const ampc_conv2d_shape *s, int *by_image)
+conv_threads(const ampc_conv2d_shape *s, int *by_task)
 {
     double flops = 2.0 * (double)s->n * (double)s->oc * (double)s->oh *
-                   (double)s->ow * (double)(s->c * s->kh * s->kw);
+                   (double)s->ow *
+                   (double)(s->c / s->groups * s->kh * s->kw);
     int nt = ampc_gemm_threads(flops, 0);
-    *by_image = nt > 1 && s->n >= nt;
+    *by_task = nt > 1 && s->n * s->groups >= nt;
     return nt;
 }
 
@@ -129,23 +170,41 @@ narrow(const ampc_converters *cv, ampc_dtype dt, const float *src, int64_t n,
 // forward
 
 /* The image-independent operand A of a convolution's per-image GEMMs:
- * the weights (forward, w as OC x K) or their transpose (input gradient,
- * K x OC), packed once for the batch instead of once per image (a new
- * buffer for free(); NULL when memory is short). */
+ * each group's weights (forward, OC/G x K) or their transpose (input
+ * gradient, K x OC/G), packed once for the batch instead of once per image
+ * and group, as ampc_gemm_pack_a packs one.  Group g's panels start at the
+ * result + g * *stride floats, on a cache line (a new buffer for free();
+ * NULL when memory is short). */
 static float *
 pack_weights(const ampc_gemm_parts *P, const ampc_conv2d_shape *s,
-             ampc_dtype dt, const void *w, int transposed)
+             ampc_dtype dt, const void *w, int transposed, int64_t *stride)
 {
-    const int64_t k = s->c * s->kh * s->kw;
-    ampc_gemm_args g = {
-        .m = transposed ? k : s->oc, .k = transposed ? s->oc : k, .dt = dt,
-        .a = w, .rsa = transposed ? 1 : k, .csa = transposed ? k : 1,
-    };
-    return ampc_gemm_pack_a(P, &g);
+    const ampc_conv2d_shape gs = group_shape(s);
+    const int64_t k = gs.c * s->kh * s->kw;
+    const int64_t m = transposed ? k : gs.oc, depth = transposed ? gs.oc : k;
+    const int64_t line = AMPC_GEMM_ALIGN / (int64_t)sizeof(float);
+    int64_t size = ((m > 0 ? m : 1) + P->mr - 1) / P->mr * P->mr *
+                   (depth > 0 ? depth : 1);
+    size = (size + line - 1) / line * line;
+    float *a = aligned_alloc(AMPC_GEMM_ALIGN,
+                             (size_t)(size * s->groups) * sizeof(float));
+    if (a == NULL || m == 0 || depth == 0) {
+        *stride = size;
+        return a;
+    }
+    const size_t es = ampc_dtype_size[dt];
+    for (int64_t g = 0; g < s->groups; g++) {
+        P->pack(dt, (const char *)w + g * gs.oc * k * (int64_t)es,
+                transposed ? 1 : k, transposed ? k : 1, m, depth, P->mr,
+                a + g * size);
+    }
+    *stride = size;
+    return a;
 }
 
-/* x (C, H, W) of one image -> y (OC, OH, OW); wp: w packed
- * (pack_weights); gemm_threads inside */
+/* x (C, H, W) of one image -> y (OC, OH, OW), s one group's shape
+ * (group_shape) and the pointers its slices; wp: w packed (pack_weights);
+ * gemm_threads inside */
 static int
 fwd_image(const ampc_gemm_parts *P, const ampc_conv2d_shape *s,
           ampc_dtype dt, const char *x, const void *w, const float *wp,
@@ -179,29 +238,45 @@ fwd_image(const ampc_gemm_parts *P, const ampc_conv2d_shape *s,
     return ampc_gemm_run_packed(P, &g, wp, panels);
 }
 
+/* Task t of the forward pass (task_at): one group of one image. */
+static int
+fwd_task(const ampc_gemm_parts *P, const ampc_conv2d_shape *s,
+         const ampc_conv2d_shape *gs, ampc_dtype dt, const char *x,
+         const char *w, const float *wp, int64_t wstride, const char *bias,
+         int relu, char *y, int64_t t, int gemm_threads)
+{
+    const int64_t es = (int64_t)ampc_dtype_size[dt];
+    const conv_task o = task_at(s, t);
+    return fwd_image(P, gs, dt, x + o.x * es, w + o.w * es,
+                     wp + o.group * wstride,
+                     bias != NULL ? bias + o.oc * es : NULL, relu,
+                     y + o.y * es, gemm_threads);
+}
+
 int
 ampc_conv2d_fwd_run(const ampc_gemm_parts *P, const ampc_conv2d_shape *s,
                     ampc_dtype dt, const void *x, const void *w,
                     const void *bias, int relu, void *y)
 {
-    const size_t es = ampc_dtype_size[dt];
-    const int64_t xs = s->c * s->h * s->w, ys = s->oc * s->oh * s->ow;
-    int by_image, nt = conv_threads(s, &by_image), err = 0;
-    float *wp = pack_weights(P, s, dt, w, 0);
+    const ampc_conv2d_shape gs = group_shape(s);
+    const int64_t tasks = s->n * s->groups;
+    int by_task, nt = conv_threads(s, &by_task), err = 0;
+    int64_t wstride;
+    float *wp = pack_weights(P, s, dt, w, 0, &wstride);
     if (wp == NULL) {
         return AMPC_LINALG_NOMEM;
     }
-    if (by_image) {
+    if (by_task) {
 #pragma omp parallel for schedule(static) num_threads(nt) reduction(| : err)
-        for (int64_t i = 0; i < s->n; i++) {
-            err |= fwd_image(P, s, dt, (const char *)x + i * xs * es, w, wp,
-                             bias, relu, (char *)y + i * ys * es, 1);
+        for (int64_t t = 0; t < tasks; t++) {
+            err |= fwd_task(P, s, &gs, dt, x, w, wp, wstride, bias, relu, y,
+                            t, 1);
         }
     }
     else {
-        for (int64_t i = 0; i < s->n && err == 0; i++) {
-            err = fwd_image(P, s, dt, (const char *)x + i * xs * es, w, wp,
-                            bias, relu, (char *)y + i * ys * es, nt);
+        for (int64_t t = 0; t < tasks && err == 0; t++) {
+            err = fwd_task(P, s, &gs, dt, x, w, wp, wstride, bias, relu, y,
+                           t, nt);
         }
     }
     free(wp);
@@ -211,8 +286,8 @@ ampc_conv2d_fwd_run(const ampc_gemm_parts *P, const ampc_conv2d_shape *s,
 // ----------------------------------------------------------------------------
 // input gradient
 
-/* dy (OC, OH, OW) of one image -> dx (C, H, W); wtp: w^T packed
- * (pack_weights) */
+/* dy (OC, OH, OW) of one image -> dx (C, H, W), s one group's shape
+ * and the pointers its slices; wtp: w^T packed (pack_weights) */
 static int
 bwd_input_image(const ampc_gemm_parts *P, const ampc_conv2d_shape *s,
                 ampc_dtype dt, const char *dy, const void *w, const float *wtp,
@@ -266,29 +341,44 @@ bwd_input_image(const ampc_gemm_parts *P, const ampc_conv2d_shape *s,
     return 0;
 }
 
+/* Task t of the input gradient (task_at): one group of one image. */
+static int
+bwd_input_task(const ampc_gemm_parts *P, const ampc_conv2d_shape *s,
+               const ampc_conv2d_shape *gs, ampc_dtype dt, const char *dy,
+               const char *w, const float *wtp, int64_t wstride, char *dx,
+               int64_t t, int gemm_threads)
+{
+    const int64_t es = (int64_t)ampc_dtype_size[dt];
+    const conv_task o = task_at(s, t);
+    return bwd_input_image(P, gs, dt, dy + o.y * es, w + o.w * es,
+                           wtp + o.group * wstride, dx + o.x * es,
+                           gemm_threads);
+}
+
 int
 ampc_conv2d_bwd_input_run(const ampc_gemm_parts *P,
                           const ampc_conv2d_shape *s, ampc_dtype dt,
                           const void *dy, const void *w, void *dx)
 {
-    const size_t es = ampc_dtype_size[dt];
-    const int64_t xs = s->c * s->h * s->w, ys = s->oc * s->oh * s->ow;
-    int by_image, nt = conv_threads(s, &by_image), err = 0;
-    float *wp = pack_weights(P, s, dt, w, 1);
+    const ampc_conv2d_shape gs = group_shape(s);
+    const int64_t tasks = s->n * s->groups;
+    int by_task, nt = conv_threads(s, &by_task), err = 0;
+    int64_t wstride;
+    float *wp = pack_weights(P, s, dt, w, 1, &wstride);
     if (wp == NULL) {
         return AMPC_LINALG_NOMEM;
     }
-    if (by_image) {
+    if (by_task) {
 #pragma omp parallel for schedule(static) num_threads(nt) reduction(| : err)
-        for (int64_t i = 0; i < s->n; i++) {
-            err |= bwd_input_image(P, s, dt, (const char *)dy + i * ys * es,
-                                   w, wp, (char *)dx + i * xs * es, 1);
+        for (int64_t t = 0; t < tasks; t++) {
+            err |= bwd_input_task(P, s, &gs, dt, dy, w, wp, wstride, dx, t,
+                                  1);
         }
     }
     else {
-        for (int64_t i = 0; i < s->n && err == 0; i++) {
-            err = bwd_input_image(P, s, dt, (const char *)dy + i * ys * es,
-                                  w, wp, (char *)dx + i * xs * es, nt);
+        for (int64_t t = 0; t < tasks && err == 0; t++) {
+            err = bwd_input_task(P, s, &gs, dt, dy, w, wp, wstride, dx, t,
+                                 nt);
         }
     }
     free(wp);
@@ -321,16 +411,17 @@ row_sum(const float *x, int64_t n)
     return acc[0];
 }
 
-/* Images [i0, i1): gw (OC, K) += dy_i (OC, OHW) col_i^T (OHW, K) and
- * gb (OC) += the row sums of dy_i, all float32; gw or gb NULL to skip. */
+/* Tasks [t0, t1) (task_at): for each, the group's rows of gw (OC/G, K)
+ * += dy_ig (OC/G, OHW) col_ig^T (OHW, K) and of gb (OC) += the row sums of
+ * dy_ig, all float32; gw or gb NULL to skip. */
 static int
-bwd_weight_images(const ampc_gemm_parts *P, const ampc_conv2d_shape *s,
-                  ampc_dtype dt, const char *dy, const char *x, int64_t i0,
-                  int64_t i1, float *gw, float *gb, int gemm_threads)
+bwd_weight_tasks(const ampc_gemm_parts *P, const ampc_conv2d_shape *s,
+                 ampc_dtype dt, const char *dy, const char *x, int64_t t0,
+                 int64_t t1, float *gw, float *gb, int gemm_threads)
 {
     const size_t es = ampc_dtype_size[dt];
-    const int64_t k = s->c * s->kh * s->kw, ohw = s->oh * s->ow;
-    const int64_t xs = s->c * s->h * s->w, ys = s->oc * ohw;
+    const ampc_conv2d_shape gs = group_shape(s);
+    const int64_t k = gs.c * s->kh * s->kw, ohw = s->oh * s->ow;
     float *row = NULL;
     if (gb != NULL && dt != AMPC_FLOAT32) {
         row = ampc_gemm_buffer(AMPC_BUF_ROW, (size_t)ohw * sizeof(float));
@@ -338,21 +429,23 @@ bwd_weight_images(const ampc_gemm_parts *P, const ampc_conv2d_shape *s,
             return AMPC_LINALG_NOMEM;
         }
     }
-    for (int64_t i = i0; i < i1; i++) {
-        const char *dyi = dy + i * ys * (int64_t)es;
+    for (int64_t t = t0; t < t1; t++) {
+        const conv_task o = task_at(s, t);
+        const char *dyi = dy + o.y * (int64_t)es;
         if (gw != NULL) {
-            const char *xi = x + i * xs * (int64_t)es;
-            const void *col = is_pointwise(s) ? xi
-                                              : image_columns(P, s, es, xi);
+            const char *xi = x + o.x * (int64_t)es;
+            const void *col = is_pointwise(&gs)
+                                  ? xi
+                                  : image_columns(P, &gs, es, xi);
             if (col == NULL) {
                 return AMPC_LINALG_NOMEM;
             }
             /* both operands are contiguous along the OHW sum */
             ampc_gemm_args g = {
-                .m = s->oc, .n = k, .k = ohw, .dt = dt,
+                .m = gs.oc, .n = k, .k = ohw, .dt = dt,
                 .a = dyi, .rsa = ohw, .csa = 1,
                 .b = col, .rsb = 1, .csb = ohw,
-                .c = gw, .cdt = AMPC_FLOAT32, .ldc = k,
+                .c = gw + o.w, .cdt = AMPC_FLOAT32, .ldc = k,
                 .bias = NULL, .bias_mode = AMPC_BIAS_NONE,
                 .relu = 0, .beta = 1, .nthreads = gemm_threads,
             };
@@ -362,14 +455,14 @@ bwd_weight_images(const ampc_gemm_parts *P, const ampc_conv2d_shape *s,
             }
         }
         if (gb != NULL) {
-            for (int64_t o = 0; o < s->oc; o++) {
-                const char *r = dyi + o * ohw * (int64_t)es;
+            for (int64_t j = 0; j < gs.oc; j++) {
+                const char *r = dyi + j * ohw * (int64_t)es;
                 if (dt == AMPC_FLOAT32) {
-                    gb[o] += row_sum((const float *)r, ohw);
+                    gb[o.oc + j] += row_sum((const float *)r, ohw);
                 }
                 else {
                     ampc_gemm_widen(P->cvt, dt, r, ohw, row);
-                    gb[o] += row_sum(row, ohw);
+                    gb[o.oc + j] += row_sum(row, ohw);
                 }
             }
         }
@@ -382,11 +475,12 @@ ampc_conv2d_bwd_weight_run(const ampc_gemm_parts *P,
                            const ampc_conv2d_shape *s, ampc_dtype dt,
                            const void *dy, const void *x, void *dw, void *db)
 {
-    const int64_t nw = s->oc * s->c * s->kh * s->kw, ng = nw + s->oc;
-    int by_image, nt = conv_threads(s, &by_image), err = 0;
-    /* split by image, or one team member with every thread in its GEMMs */
-    int gemm_nt = by_image ? 1 : nt;
-    if (!by_image) {
+    const int64_t nw = s->oc * (s->c / s->groups) * s->kh * s->kw;
+    const int64_t ng = nw + s->oc, tasks = s->n * s->groups;
+    int by_task, nt = conv_threads(s, &by_task), err = 0;
+    /* split by task, or one team member with every thread in its GEMMs */
+    int gemm_nt = by_task ? 1 : nt;
+    if (!by_task) {
         nt = 1;
     }
     /* one float32 block [weight grads | bias grads] per thread */
@@ -404,9 +498,9 @@ ampc_conv2d_bwd_weight_run(const ampc_gemm_parts *P,
         }
         else {
             memset(g, 0, (size_t)ng * sizeof(float));
-            int64_t i0 = s->n * me / team, i1 = s->n * (me + 1) / team;
-            err |= bwd_weight_images(
-                P, s, dt, dy, x, i0, i1, dw != NULL ? g : NULL,
+            int64_t t0 = tasks * me / team, t1 = tasks * (me + 1) / team;
+            err |= bwd_weight_tasks(
+                P, s, dt, dy, x, t0, t1, dw != NULL ? g : NULL,
                 db != NULL ? g + nw : NULL, gemm_nt);
         }
 #pragma omp barrier
@@ -450,7 +544,7 @@ ampc_conv2d_bwd_weight_run(const ampc_gemm_parts *P,
 // ----------------------------------------------------------------------------
 // CPU reference
 
-/* x (N, C, H, W), w (OC, C, KH, KW), bias (OC) -> y (N, OC, OH, OW) */
+/* x (N, C, H, W), w (OC, C/G, KH, KW), bias (OC) -> y (N, OC, OH, OW) */
 int
 ampc_conv2d_fwd_ref(const ampc_conv2d_shape *s, ampc_dtype dt, const void *x,
                     const void *w, const void *bias, int relu, void *y)
@@ -459,7 +553,7 @@ ampc_conv2d_fwd_ref(const ampc_conv2d_shape *s, ampc_dtype dt, const void *x,
                                y);
 }
 
-/* dy (N, OC, OH, OW), w (OC, C, KH, KW) -> dx (N, C, H, W) */
+/* dy (N, OC, OH, OW), w (OC, C/G, KH, KW) -> dx (N, C, H, W) */
 int
 ampc_conv2d_bwd_input_ref(const ampc_conv2d_shape *s, ampc_dtype dt,
                           const void *dy, const void *w, void *dx)
@@ -467,7 +561,7 @@ ampc_conv2d_bwd_input_ref(const ampc_conv2d_shape *s, ampc_dtype dt,
     return ampc_conv2d_bwd_input_run(&ampc_gemm_parts_ref, s, dt, dy, w, dx);
 }
 
-/* dy (N, OC, OH, OW), x (N, C, H, W) -> dw (OC, C, KH, KW), db (OC) */
+/* dy (N, OC, OH, OW), x (N, C, H, W) -> dw (OC, C/G, KH, KW), db (OC) */
 int
 ampc_conv2d_bwd_weight_ref(const ampc_conv2d_shape *s, ampc_dtype dt,
                            const void *dy, const void *x, void *dw, void *db)
