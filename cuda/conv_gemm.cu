@@ -3,6 +3,12 @@
  * of images so that the column buffer stays bounded.  Slower than cuDNN,
  * with the CPU's arithmetic: float32 sums, each result rounded once, and a
  * fixed order (deterministic).
+ *
+ * Groups: im2col and col2im see all C channels, and group g's rows of the
+ * column matrix, [g*CKK/G, (g+1)*CKK/G), are its channels' rows, so each
+ * group is one GEMM on slices (its filters, its column rows, its output
+ * channels), batched over the chunk's images or, for the weight gradient,
+ * over the groups.
  */
 #include "linalg.cuh"
 
@@ -138,8 +144,9 @@ chunk_images(const ampc_conv2d_shape *s, size_t col_es)
 // ----------------------------------------------------------------------------
 // the three directions
 
-/* x (N, C, H, W), w (OC, C*KH*KW) -> y (N, OC, OH*OW) = w @ col[n] + bias
- * (per row) [relu], one strided-batched GEMM per chunk. */
+/* x (N, C, H, W), w (OC, C/G*KH*KW) -> y (N, OC, OH*OW) = w_g @ col[n]_g
+ * + bias (per row) [relu] for each group g, one strided-batched GEMM per
+ * chunk and group. */
 int
 ampc_conv2d_fwd_gemm(const ampc_conv2d_shape *s, ampc_dtype dt,
                      const void *x, const void *w, const void *bias,
@@ -147,6 +154,7 @@ ampc_conv2d_fwd_gemm(const ampc_conv2d_shape *s, ampc_dtype dt,
 {
     size_t es = ampc_dtype_size[dt];
     int64_t ckk = s->c * s->kh * s->kw, ohw = s->oh * s->ow;
+    int64_t kg = ckk / s->groups, ocg = s->oc / s->groups;
     int64_t nb = chunk_images(s, es);
     ampc_scratch col;
     int rc = ampc_cuda_scratch_alloc((size_t)(nb * ckk * ohw) * es, &col.p);
@@ -158,40 +166,44 @@ ampc_conv2d_fwd_gemm(const ampc_conv2d_shape *s, ampc_dtype dt,
         if (rc != 0) {
             break;
         }
-        ampc_gemm_args g = {};
-        g.m = s->oc;
-        g.n = ohw;
-        g.k = ckk;
-        g.dt = dt;
-        g.a = w;
-        g.rsa = ckk;
-        g.csa = 1;
-        g.b = col.p;
-        g.rsb = ohw;
-        g.csb = 1;
-        g.c = (char *)y + n0 * s->oc * ohw * es;
-        g.cdt = dt;
-        g.ldc = ohw;
-        g.bias = bias;
-        g.bias_mode = bias != NULL ? AMPC_BIAS_ROW : AMPC_BIAS_NONE;
-        g.relu = relu;
-        g.batch = cnt;
-        g.sba = 0;
-        g.sbb = ckk * ohw;
-        g.sbc = s->oc * ohw;
-        rc = ampc_gemm_cuda(&g, 0);
+        for (int64_t gi = 0; rc == 0 && gi < s->groups; gi++) {
+            ampc_gemm_args g = {};
+            g.m = ocg;
+            g.n = ohw;
+            g.k = kg;
+            g.dt = dt;
+            g.a = (const char *)w + gi * ocg * kg * es;
+            g.rsa = kg;
+            g.csa = 1;
+            g.b = (const char *)col.p + gi * kg * ohw * es;
+            g.rsb = ohw;
+            g.csb = 1;
+            g.c = (char *)y + (n0 * s->oc + gi * ocg) * ohw * es;
+            g.cdt = dt;
+            g.ldc = ohw;
+            g.bias = bias != NULL ? (const char *)bias + gi * ocg * es
+                                  : NULL;
+            g.bias_mode = bias != NULL ? AMPC_BIAS_ROW : AMPC_BIAS_NONE;
+            g.relu = relu;
+            g.batch = cnt;
+            g.sba = 0;
+            g.sbb = ckk * ohw;
+            g.sbc = s->oc * ohw;
+            rc = ampc_gemm_cuda(&g, 0);
+        }
     }
     return rc;
 }
 
-/* dy (N, OC, OH*OW), w (OC, C*KH*KW) -> colg[n] = w^T @ dy[n] in float32,
- * then dx (N, C, H, W) = col2im(colg). */
+/* dy (N, OC, OH*OW), w (OC, C/G*KH*KW) -> colg[n]_g = w_g^T @ dy[n]_g in
+ * float32 for each group g, then dx (N, C, H, W) = col2im(colg). */
 int
 ampc_conv2d_bwd_input_gemm(const ampc_conv2d_shape *s, ampc_dtype dt,
                            const void *dy, const void *w, void *dx)
 {
     size_t es = ampc_dtype_size[dt];
     int64_t ckk = s->c * s->kh * s->kw, ohw = s->oh * s->ow;
+    int64_t kg = ckk / s->groups, ocg = s->oc / s->groups;
     int64_t nb = chunk_images(s, sizeof(float));
     ampc_scratch colg;
     int rc = ampc_cuda_scratch_alloc((size_t)(nb * ckk * ohw) *
@@ -199,25 +211,27 @@ ampc_conv2d_bwd_input_gemm(const ampc_conv2d_shape *s, ampc_dtype dt,
                                      &colg.p);
     for (int64_t n0 = 0; rc == 0 && n0 < s->n; n0 += nb) {
         int64_t cnt = s->n - n0 < nb ? s->n - n0 : nb;
-        ampc_gemm_args g = {};
-        g.m = ckk;
-        g.n = ohw;
-        g.k = s->oc;
-        g.dt = dt;
-        g.a = w;
-        g.rsa = 1;
-        g.csa = ckk;
-        g.b = (const char *)dy + n0 * s->oc * ohw * es;
-        g.rsb = ohw;
-        g.csb = 1;
-        g.c = colg.p;
-        g.cdt = AMPC_FLOAT32;
-        g.ldc = ohw;
-        g.batch = cnt;
-        g.sba = 0;
-        g.sbb = s->oc * ohw;
-        g.sbc = ckk * ohw;
-        rc = ampc_gemm_cuda(&g, 0);
+        for (int64_t gi = 0; rc == 0 && gi < s->groups; gi++) {
+            ampc_gemm_args g = {};
+            g.m = kg;
+            g.n = ohw;
+            g.k = ocg;
+            g.dt = dt;
+            g.a = (const char *)w + gi * ocg * kg * es;
+            g.rsa = 1;
+            g.csa = kg;
+            g.b = (const char *)dy + (n0 * s->oc + gi * ocg) * ohw * es;
+            g.rsb = ohw;
+            g.csb = 1;
+            g.c = (float *)colg.p + gi * kg * ohw;
+            g.cdt = AMPC_FLOAT32;
+            g.ldc = ohw;
+            g.batch = cnt;
+            g.sba = 0;
+            g.sbb = s->oc * ohw;
+            g.sbc = ckk * ohw;
+            rc = ampc_gemm_cuda(&g, 0);
+        }
         if (rc == 0) {
             rc = col2im_launch(s, dt, cnt, (const float *)colg.p,
                                (char *)dx + n0 * s->c * s->h * s->w * es);
@@ -226,20 +240,22 @@ ampc_conv2d_bwd_input_gemm(const ampc_conv2d_shape *s, ampc_dtype dt,
     return rc;
 }
 
-/* dy (N, OC, OH*OW), x -> dw (OC, C*KH*KW) = sum over n of dy[n] @
- * col[n]^T, summed in a float32 buffer image by image (a fixed order),
- * rounded once. */
+/* dy (N, OC, OH*OW), x -> dw (OC, C/G*KH*KW): group g's rows = sum over
+ * n of dy[n]_g @ col[n]_g^T, summed in a float32 buffer image by image (a
+ * fixed order), one GEMM batched over the groups per image, rounded
+ * once. */
 int
 ampc_conv2d_bwd_weight_gemm(const ampc_conv2d_shape *s, ampc_dtype dt,
                             const void *dy, const void *x, void *dw)
 {
     size_t es = ampc_dtype_size[dt];
     int64_t ckk = s->c * s->kh * s->kw, ohw = s->oh * s->ow;
+    int64_t kg = ckk / s->groups, ocg = s->oc / s->groups;
     int64_t nb = chunk_images(s, es);
     ampc_scratch col, acc;
     int rc = ampc_cuda_scratch_alloc((size_t)(nb * ckk * ohw) * es, &col.p);
     if (rc == 0) {
-        rc = ampc_cuda_scratch_alloc((size_t)(s->oc * ckk) * sizeof(float),
+        rc = ampc_cuda_scratch_alloc((size_t)(s->oc * kg) * sizeof(float),
                                      &acc.p);
     }
     for (int64_t n0 = 0; rc == 0 && n0 < s->n; n0 += nb) {
@@ -249,8 +265,8 @@ ampc_conv2d_bwd_weight_gemm(const ampc_conv2d_shape *s, ampc_dtype dt,
                            col.p);
         for (int64_t i = 0; rc == 0 && i < cnt; i++) {
             ampc_gemm_args g = {};
-            g.m = s->oc;
-            g.n = ckk;
+            g.m = ocg;
+            g.n = kg;
             g.k = ohw;
             g.dt = dt;
             g.a = (const char *)dy + (n0 + i) * s->oc * ohw * es;
@@ -261,15 +277,19 @@ ampc_conv2d_bwd_weight_gemm(const ampc_conv2d_shape *s, ampc_dtype dt,
             g.csb = ohw;
             g.c = acc.p;
             g.cdt = AMPC_FLOAT32;
-            g.ldc = ckk;
+            g.ldc = kg;
             g.beta = n0 + i > 0;
+            g.batch = s->groups;
+            g.sba = ocg * ohw;
+            g.sbb = kg * ohw;
+            g.sbc = ocg * kg;
             rc = ampc_gemm_cuda(&g, 0);
         }
     }
     if (rc == 0) {
         /* the float32 sums rounded once into dw */
-        rc = ampc_gemm_epilogue_launch(1, s->oc, ckk, (const float *)acc.p,
-                                       dw, dt, ckk, 0, 0, NULL, dt,
+        rc = ampc_gemm_epilogue_launch(1, s->oc, kg, (const float *)acc.p,
+                                       dw, dt, kg, 0, 0, NULL, dt,
                                        AMPC_BIAS_NONE, 0);
     }
     return rc;

@@ -3,10 +3,11 @@
  * one cuDNN handle per device and host thread bound to ampc_cuda_stream(),
  * and the per-shape algorithm cache (slot conv2d_algo_cache).
  *
- * NCHW, groups 1.  float32 computes in float32 (FMA math: no TF32 unless
+ * NCHW, any groups (the convolution descriptor's group count, the filter
+ * (OC, C/G, KH, KW)).  float32 computes in float32 (FMA math: no TF32 unless
  * ampc.backends.cudnn.allow_tf32); float16 and bfloat16 compute in float32
  * (CUDNN_DATA_FLOAT) on tensor cores.  An algorithm is chosen once per
- * (device, shape, dtype, direction, flags): by timing every algorithm
+ * (device, shape, groups, dtype, direction, flags): by timing every algorithm
  * (cudnnFind*Ex) when cudnn.benchmark is set, else by cuDNN's heuristics
  * (cudnnGet*_v7), keeping only deterministic ones when
  * cudnn.deterministic.  Workspaces come from the caching allocator.
@@ -39,10 +40,10 @@ typedef enum { DIR_FWD = 0, DIR_BWD_DATA, DIR_BWD_FILTER } conv_dir;
 // the algorithm cache
 
 /* (device, direction, dtype, flags (benchmark, deterministic, TF32,
- * aligned), n, c, h, w, oc, kh, kw, sh, sw, ph, pw, dh, dw) */
+ * aligned), n, c, h, w, oc, kh, kw, groups, sh, sw, ph, pw, dh, dw) */
 typedef std::tuple<int, int, int, int, int64_t, int64_t, int64_t, int64_t,
                    int64_t, int64_t, int64_t, int64_t, int64_t, int64_t,
-                   int64_t, int64_t, int64_t>
+                   int64_t, int64_t, int64_t, int64_t>
     algo_key;
 
 typedef struct {
@@ -68,8 +69,8 @@ make_key(int dev, conv_dir dir, ampc_dtype dt, const ampc_cudnn_opts *o,
                 (o->allow_tf32 && dt == AMPC_FLOAT32 ? 4 : 0) |
                 ((addresses & 15) == 0 ? 8 : 0);
     return algo_key(dev, (int)dir, (int)dt, flags, s->n, s->c, s->h, s->w,
-                    s->oc, s->kh, s->kw, s->sh, s->sw, s->ph, s->pw, s->dh,
-                    s->dw);
+                    s->oc, s->kh, s->kw, s->groups, s->sh, s->sw, s->ph,
+                    s->pw, s->dh, s->dw);
 }
 
 static int
@@ -192,14 +193,15 @@ base_math(ampc_dtype dt, const ampc_cudnn_opts *o)
     return o->allow_tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH;
 }
 
-/* x (N, C, H, W), w (OC, C, KH, KW), y (N, OC, OH, OW), float32 compute. */
+/* x (N, C, H, W), w (OC, C/G, KH, KW), y (N, OC, OH, OW), G groups,
+ * float32 compute. */
 static int
 make_descs(const ampc_conv2d_shape *s, ampc_dtype dt,
            const ampc_cudnn_opts *o, conv_descs *d)
 {
     const int64_t dims[] = {s->n, s->c, s->h, s->w, s->oc, s->kh, s->kw,
-                            s->oh, s->ow, s->sh, s->sw, s->ph, s->pw, s->dh,
-                            s->dw};
+                            s->groups, s->oh, s->ow, s->sh, s->sw, s->ph,
+                            s->pw, s->dh, s->dw};
     for (size_t i = 0; i < sizeof(dims) / sizeof(dims[0]); i++) {
         if (dims[i] > INT_MAX) {
             ampc_cuda_record_error(__FILE__, __LINE__,
@@ -220,12 +222,13 @@ make_descs(const ampc_conv2d_shape *s, ampc_dtype dt,
         (int)s->ow));
     AMPC_CUDNN_CHECK(cudnnCreateFilterDescriptor(&d->w));
     AMPC_CUDNN_CHECK(cudnnSetFilter4dDescriptor(
-        d->w, t, CUDNN_TENSOR_NCHW, (int)s->oc, (int)s->c, (int)s->kh,
-        (int)s->kw));
+        d->w, t, CUDNN_TENSOR_NCHW, (int)s->oc, (int)(s->c / s->groups),
+        (int)s->kh, (int)s->kw));
     AMPC_CUDNN_CHECK(cudnnCreateConvolutionDescriptor(&d->conv));
     AMPC_CUDNN_CHECK(cudnnSetConvolution2dDescriptor(
         d->conv, (int)s->ph, (int)s->pw, (int)s->sh, (int)s->sw, (int)s->dh,
         (int)s->dw, CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
+    AMPC_CUDNN_CHECK(cudnnSetConvolutionGroupCount(d->conv, (int)s->groups));
     AMPC_CUDNN_CHECK(cudnnSetConvolutionMathType(d->conv, base_math(dt, o)));
     return 0;
 }
@@ -467,7 +470,7 @@ dnn_setup(conv_dir dir, const ampc_conv2d_shape *s, ampc_dtype dt,
 // ----------------------------------------------------------------------------
 // the three directions through cuDNN (the slots below check the shapes)
 
-/* x (N, C, H, W), w (OC, C, KH, KW), bias (OC) or NULL -> y (N, OC, OH,
+/* x (N, C, H, W), w (OC, C/G, KH, KW), bias (OC) or NULL -> y (N, OC, OH,
  * OW) = conv(x, w) + bias [relu] */
 static int
 dnn_fwd(const ampc_conv2d_shape *s, ampc_dtype dt, const void *x,
@@ -519,7 +522,7 @@ dnn_fwd(const ampc_conv2d_shape *s, ampc_dtype dt, const void *x,
                                 relu, y);
 }
 
-/* dy (N, OC, OH, OW), w (OC, C, KH, KW) -> dx (N, C, H, W) */
+/* dy (N, OC, OH, OW), w (OC, C/G, KH, KW) -> dx (N, C, H, W) */
 static int
 dnn_bwd_input(const ampc_conv2d_shape *s, ampc_dtype dt, const void *dy,
               const void *w, void *dx, const ampc_cudnn_opts *o)
@@ -540,7 +543,7 @@ dnn_bwd_input(const ampc_conv2d_shape *s, ampc_dtype dt, const void *dy,
     return 0;
 }
 
-/* dy (N, OC, OH, OW), x (N, C, H, W) -> dw (OC, C, KH, KW) */
+/* dy (N, OC, OH, OW), x (N, C, H, W) -> dw (OC, C/G, KH, KW) */
 static int
 dnn_bwd_weight(const ampc_conv2d_shape *s, ampc_dtype dt, const void *dy,
                const void *x, void *dw, const ampc_cudnn_opts *o)
@@ -570,7 +573,7 @@ dnn_fits(const ampc_conv2d_shape *s)
 {
     return s->n * s->c * s->h * s->w <= INT_MAX &&
            s->n * s->oc * s->oh * s->ow <= INT_MAX &&
-           s->oc * s->c * s->kh * s->kw <= INT_MAX;
+           s->oc * (s->c / s->groups) * s->kh * s->kw <= INT_MAX;
 }
 
 #else /* no cuDNN */
@@ -598,7 +601,7 @@ ampc_conv2d_algo_cache_cuda(int, int64_t *entries, int64_t *hits,
 // the slots: cuDNN, or im2col + GEMM (conv_gemm.cu) when it is switched off
 // or missing
 
-/* x (N, C, H, W), w (OC, C, KH, KW), bias (OC) or NULL -> y (N, OC, OH,
+/* x (N, C, H, W), w (OC, C/G, KH, KW), bias (OC) or NULL -> y (N, OC, OH,
  * OW) = conv(x, w) + bias [relu] */
 extern "C" int
 ampc_conv2d_fwd_cuda(const ampc_conv2d_shape *s, ampc_dtype dt,
@@ -619,7 +622,7 @@ ampc_conv2d_fwd_cuda(const ampc_conv2d_shape *s, ampc_dtype dt,
     return ampc_conv2d_fwd_gemm(s, dt, x, w, bias, relu, y);
 }
 
-/* dy (N, OC, OH, OW), w (OC, C, KH, KW) -> dx (N, C, H, W) */
+/* dy (N, OC, OH, OW), w (OC, C/G, KH, KW) -> dx (N, C, H, W) */
 extern "C" int
 ampc_conv2d_bwd_input_cuda(const ampc_conv2d_shape *s, ampc_dtype dt,
                            const void *dy, const void *w, void *dx,
@@ -638,7 +641,7 @@ ampc_conv2d_bwd_input_cuda(const ampc_conv2d_shape *s, ampc_dtype dt,
     return ampc_conv2d_bwd_input_gemm(s, dt, dy, w, dx);
 }
 
-/* dy (N, OC, OH, OW), x (N, C, H, W) -> dw (OC, C, KH, KW) and db (OC),
+/* dy (N, OC, OH, OW), x (N, C, H, W) -> dw (OC, C/G, KH, KW) and db (OC),
  * each NULL when not wanted */
 extern "C" int
 ampc_conv2d_bwd_weight_cuda(const ampc_conv2d_shape *s, ampc_dtype dt,
@@ -646,20 +649,20 @@ ampc_conv2d_bwd_weight_cuda(const ampc_conv2d_shape *s, ampc_dtype dt,
                             void *db, const ampc_cudnn_opts *o)
 {
     size_t es = ampc_dtype_size[dt];
+    int64_t nw = s->oc * (s->c / s->groups) * s->kh * s->kw;
     if (db != NULL) {
         int rc = ampc_bias_grad_cuda(dt, s->n, s->oc, s->oh * s->ow, dy, db);
         if (rc != 0) {
             return rc;
         }
     }
-    if (dw == NULL || s->oc * s->c * s->kh * s->kw == 0) {
+    if (dw == NULL || nw == 0) {
         return 0;
     }
     if (s->n == 0) {
         /* an empty batch contributes nothing: +0.0 in every dtype */
-        AMPC_CUDA_CHECK(cudaMemsetAsync(
-            dw, 0, (size_t)(s->oc * s->c * s->kh * s->kw) * es,
-            ampc_cuda_stream()));
+        AMPC_CUDA_CHECK(cudaMemsetAsync(dw, 0, (size_t)nw * es,
+                                        ampc_cuda_stream()));
         return 0;
     }
 #ifdef AMPC_HAVE_CUDNN
