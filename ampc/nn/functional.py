@@ -78,6 +78,21 @@ def _pair(fn, name, v):
     return (v, v)
 
 
+def _groups(fn, v):
+    """conv2d's groups: a positive int (TypeError for another type,
+    RuntimeError, as PyTorch, for zero or less)."""
+    if v.__class__ is _pybool or not hasattr(v, "__index__"):
+        raise TypeError(
+            f"{fn}(): argument 'groups' expected a positive int, but got "
+            f"{type(v).__name__} {v!r}")
+    v = operator.index(v)
+    if v < 1:
+        raise RuntimeError(
+            f"{fn}(): argument 'groups' expected a positive int, but got "
+            f"{v}")
+    return v
+
+
 def _number(fn, name, v):
     if v.__class__ is _pybool or not isinstance(v, numbers.Real):
         raise TypeError(
@@ -179,10 +194,13 @@ class _Conv2d(Function):
     autocast_op = "conv2d"
 
     @staticmethod
-    def forward(ctx, x, weight, bias, stride, padding, dilation, relu):
-        out = _C.conv2d(x, weight, bias, stride, padding, dilation, relu)
+    def forward(ctx, x, weight, bias, stride, padding, dilation, relu,
+                groups):
+        out = _C.conv2d(x, weight, bias, stride, padding, dilation, relu,
+                        groups)
         ctx.geometry = (stride, padding, dilation)
         ctx.relu = relu
+        ctx.groups = groups
         ctx.save_for_backward(x, weight, out if relu else None)
         return out
 
@@ -194,8 +212,9 @@ class _Conv2d(Function):
         stride, padding, dilation = ctx.geometry
         gx, gw, gb = _C.conv2d_backward(g, x, weight, stride, padding,
                                         dilation,
-                                        tuple(ctx.needs_input_grad[:3]))
-        return gx, gw, gb, None, None, None, None
+                                        tuple(ctx.needs_input_grad[:3]),
+                                        ctx.groups)
+        return gx, gw, gb, None, None, None, None, None
 
 
 def _conv_batch(input):
@@ -209,16 +228,18 @@ def _conv_batch(input):
     return input, False
 
 
-def _conv2d(input, weight, bias, stride, padding, dilation, relu):
+def _conv2d(input, weight, bias, stride, padding, dilation, relu,
+            groups=1):
     """conv2d on an (N, C, H, W) or unbatched (C, H, W) input, with the
-    geometry already checked to be pairs of ints."""
+    geometry already checked to be pairs of ints and groups a positive
+    int."""
     input, unbatched = _conv_batch(input)
     if _needs_grad(input, weight, bias) or autocast_listed(_Conv2d):
         out = _Conv2d.apply(input, weight, bias, stride, padding, dilation,
-                            relu)
+                            relu, groups)
     else:
         out = _C.conv2d(input, weight, bias, stride, padding, dilation,
-                        relu)
+                        relu, groups)
     return out.squeeze(0) if unbatched else out
 
 
@@ -234,10 +255,13 @@ class _Conv2dReluMaxPool(Function):
     autocast_op = "conv2d"
 
     @staticmethod
-    def forward(ctx, x, weight, bias, stride, padding, dilation, pool):
-        out = _C.conv2d(x, weight, bias, stride, padding, dilation, True)
+    def forward(ctx, x, weight, bias, stride, padding, dilation, pool,
+                groups):
+        out = _C.conv2d(x, weight, bias, stride, padding, dilation, True,
+                        groups)
         y, indices = _C.max_pool2d(out, *pool, relu_masked=True)
         ctx.conv = (stride, padding, dilation)
+        ctx.groups = groups
         ctx.pool = pool
         ctx.out_shape = tuple(out.shape)
         ctx.save_for_backward(x, weight, indices)
@@ -249,12 +273,13 @@ class _Conv2dReluMaxPool(Function):
         g = _C.max_pool2d_backward(g, indices, ctx.out_shape, *ctx.pool,
                                    relu_masked=True)
         gx, gw, gb = _C.conv2d_backward(g, x, weight, *ctx.conv,
-                                        tuple(ctx.needs_input_grad[:3]))
-        return gx, gw, gb, None, None, None, None
+                                        tuple(ctx.needs_input_grad[:3]),
+                                        ctx.groups)
+        return gx, gw, gb, None, None, None, None, None
 
 
 def _conv2d_relu_max_pool(input, weight, bias, stride, padding, dilation,
-                          pool):
+                          pool, groups=1):
     """max_pool2d(relu(conv2d(input))) for Sequential; pool is the
     pooling's (kernel_size, stride, padding, dilation, ceil_mode), checked
     pairs, with no window that can be empty (dilation 1, no ceil_mode)."""
@@ -262,10 +287,10 @@ def _conv2d_relu_max_pool(input, weight, bias, stride, padding, dilation,
     if _needs_grad(input, weight, bias) or \
             autocast_listed(_Conv2dReluMaxPool):
         out = _Conv2dReluMaxPool.apply(input, weight, bias, stride, padding,
-                                       dilation, pool)
+                                       dilation, pool, groups)
     else:
         out = _C.max_pool2d(_C.conv2d(input, weight, bias, stride, padding,
-                                      dilation, True), *pool)[0]
+                                      dilation, True, groups), *pool)[0]
     return out.squeeze(0) if unbatched else out
 
 
@@ -298,20 +323,24 @@ def _conv_padding(fn, padding, weight, stride, dilation):
 def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1,
            groups=1):
     """2-D convolution (cross-correlation) of input (N, C, H, W) or
-    (C, H, W) with weight (OC, C, KH, KW); stride, padding and dilation
-    are ints or pairs, padding may also be 'valid' or 'same'.
+    (C, H, W) with weight (OC, C/groups, KH, KW); stride, padding and
+    dilation are ints or pairs, padding may also be 'valid' or 'same'.
+    With groups G (dividing C and OC), output channels [g*OC/G,
+    (g+1)*OC/G) see only input channels [g*C/G, (g+1)*C/G); G = C is a
+    depthwise convolution.
 
     >>> import ampc
     >>> import ampc.nn.functional as F
     >>> F.conv2d(ampc.ones(1, 1, 3, 3), ampc.ones(1, 1, 2, 2)).shape
     ampc.Size([1, 1, 2, 2])
+    >>> F.conv2d(ampc.ones(1, 4, 3, 3), ampc.ones(8, 1, 3, 3),
+    ...          groups=4).shape
+    ampc.Size([1, 8, 1, 1])
     """
     _tensor("conv2d", "input", 1, input)
     _tensor("conv2d", "weight", 2, weight)
     _opt_tensor("conv2d", "bias", 3, bias)
-    if _int("conv2d", "groups", groups) != 1:
-        raise RuntimeError(
-            f"conv2d(): ampc supports groups=1 only, got groups={groups}")
+    groups = _groups("conv2d", groups)
     stride = _pair("conv2d", "stride", stride)
     dilation = _pair("conv2d", "dilation", dilation)
     if weight.ndim != 4:
@@ -320,7 +349,8 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1,
             "in_channels, kernel_height, kernel_width), got shape "
             f"{list(weight.shape)}")
     padding = _conv_padding("conv2d", padding, weight, stride, dilation)
-    return _conv2d(input, weight, bias, stride, padding, dilation, False)
+    return _conv2d(input, weight, bias, stride, padding, dilation, False,
+                   groups)
 
 
 # ----------------------------------------------------------------------------

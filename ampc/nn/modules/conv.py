@@ -3,6 +3,8 @@
 >>> import ampc
 >>> ampc.nn.Conv2d(3, 32, kernel_size=3, padding=1)
 Conv2d(3, 32, kernel_size=(3, 3), stride=(1, 1), padding=(1, 1))
+>>> ampc.nn.Conv2d(32, 32, kernel_size=3, padding=1, groups=32)
+Conv2d(32, 32, kernel_size=(3, 3), stride=(1, 1), padding=(1, 1), groups=32)
 """
 import math
 
@@ -19,10 +21,12 @@ __all__ = ["Conv2d"]
 class Conv2d(Module):
     """2-D convolution (cross-correlation) with ``out_channels`` filters of
     ``kernel_size`` over ``in_channels``; ``stride``, ``padding`` (ints,
-    pairs, or 'valid'/'same') and ``dilation`` as in PyTorch.  ``weight``
-    (out, in, kh, kw) and ``bias`` start as U(-1/sqrt(fan_in),
-    1/sqrt(fan_in)) with fan_in = in * kh * kw (PyTorch's default).
-    ``groups`` must be 1 and ``padding_mode`` 'zeros'.
+    pairs, or 'valid'/'same'), ``dilation`` and ``groups`` as in PyTorch
+    (``groups`` divides both channel counts; ``groups=in_channels`` is a
+    depthwise convolution).  ``weight`` (out, in / groups, kh, kw) and
+    ``bias`` start as U(-1/sqrt(fan_in), 1/sqrt(fan_in)) with fan_in =
+    in / groups * kh * kw (PyTorch's default).  ``padding_mode`` must be
+    'zeros'.
 
     >>> import ampc
     >>> conv = ampc.nn.Conv2d(3, 8, 3, padding=1)
@@ -35,13 +39,17 @@ class Conv2d(Module):
                  padding_mode="zeros", device=None, dtype=None):
         super().__init__()
         for name, v in (("in_channels", in_channels),
-                        ("out_channels", out_channels)):
+                        ("out_channels", out_channels), ("groups", groups)):
             if v.__class__ is bool or not isinstance(v, int) or v <= 0:
                 raise ValueError(
-                    f"Conv2d(): {name} must be a positive int, got {v!r}")
-        if groups != 1:
-            raise ValueError(
-                f"Conv2d(): ampc supports groups=1 only, got groups={groups}")
+                    f"Conv2d(): expected {name} to be a positive int, got "
+                    f"{v!r}")
+        for name, v in (("in_channels", in_channels),
+                        ("out_channels", out_channels)):
+            if v % groups:
+                raise ValueError(
+                    f"Conv2d(): {name} must be divisible by groups, got "
+                    f"{name}={v}, groups={groups}")
         if padding_mode != "zeros":
             raise ValueError(
                 "Conv2d(): ampc supports padding_mode='zeros' only, got "
@@ -69,7 +77,7 @@ class Conv2d(Module):
             self.padding = F._pair("Conv2d", "padding", padding)
         self.groups = groups
         self.padding_mode = padding_mode
-        self.weight = Parameter(empty(out_channels, in_channels,
+        self.weight = Parameter(empty(out_channels, in_channels // groups,
                                       *self.kernel_size, device=device,
                                       dtype=dtype))
         if bias:
@@ -101,9 +109,9 @@ class Conv2d(Module):
         if pool is not None:
             return F._conv2d_relu_max_pool(input, self.weight, self.bias,
                                            self.stride, self._pad,
-                                           self.dilation, pool)
+                                           self.dilation, pool, self.groups)
         return F._conv2d(input, self.weight, self.bias, self.stride,
-                         self._pad, self.dilation, relu)
+                         self._pad, self.dilation, relu, self.groups)
 
     def forward(self, input):
         return self._forward(input)
