@@ -265,16 +265,23 @@ def _window(xp, i, j, oh, ow, stride, dilation):
 
 
 def conv2d(x, w, b=None, stride=(1, 1), padding=(0, 0), dilation=(1, 1),
-           relu=False):
-    """x (N, C, H, W), w (OC, C, KH, KW) -> (N, OC, OH, OW), groups=1."""
+           relu=False, groups=1):
+    """x (N, C, H, W), w (OC, C/groups, KH, KW) -> (N, OC, OH, OW); group
+    g's outputs [g*OC/G, (g+1)*OC/G) read input channels [g*C/G,
+    (g+1)*C/G)."""
     oh, ow = _conv_geometry(x, w, stride, padding, dilation)
     ph, pw = padding
     xp = np.pad(x, ((0, 0), (0, 0), (ph, ph), (pw, pw)))
     y = np.zeros((x.shape[0], w.shape[0], oh, ow))
-    for i in range(w.shape[2]):
-        for j in range(w.shape[3]):
-            patch = xp[_window(xp, i, j, oh, ow, stride, dilation)]
-            y += np.einsum("nchw,oc->nohw", patch, w[:, :, i, j])
+    cg, ocg = x.shape[1] // groups, w.shape[0] // groups
+    for g in range(groups):
+        xg = xp[:, g * cg:(g + 1) * cg]
+        wg = w[g * ocg:(g + 1) * ocg]
+        for i in range(w.shape[2]):
+            for j in range(w.shape[3]):
+                patch = xg[_window(xg, i, j, oh, ow, stride, dilation)]
+                y[:, g * ocg:(g + 1) * ocg] += np.einsum(
+                    "nchw,oc->nohw", patch, wg[:, :, i, j])
     if b is not None:
         y += b[None, :, None, None]
     if relu:
@@ -283,18 +290,24 @@ def conv2d(x, w, b=None, stride=(1, 1), padding=(0, 0), dilation=(1, 1),
 
 
 def conv2d_backward(go, x, w, stride=(1, 1), padding=(0, 0),
-                    dilation=(1, 1)):
+                    dilation=(1, 1), groups=1):
     """(grad_x, grad_w, grad_b) of conv2d for grad_out go."""
     oh, ow = go.shape[2:]
     ph, pw = padding
     xp = np.pad(x, ((0, 0), (0, 0), (ph, ph), (pw, pw)))
     gxp = np.zeros_like(xp)
     gw = np.zeros_like(w)
-    for i in range(w.shape[2]):
-        for j in range(w.shape[3]):
-            win = _window(xp, i, j, oh, ow, stride, dilation)
-            gxp[win] += np.einsum("nohw,oc->nchw", go, w[:, :, i, j])
-            gw[:, :, i, j] = np.einsum("nohw,nchw->oc", go, xp[win])
+    cg, ocg = x.shape[1] // groups, w.shape[0] // groups
+    for g in range(groups):
+        cs, os_ = slice(g * cg, (g + 1) * cg), slice(g * ocg, (g + 1) * ocg)
+        gog = go[:, os_]
+        for i in range(w.shape[2]):
+            for j in range(w.shape[3]):
+                win = _window(xp, i, j, oh, ow, stride, dilation)
+                gxp[:, cs][win] += np.einsum("nohw,oc->nchw", gog,
+                                             w[os_, :, i, j])
+                gw[os_, :, i, j] = np.einsum("nohw,nchw->oc", gog,
+                                             xp[:, cs][win])
     gx = gxp[:, :, ph:ph + x.shape[2], pw:pw + x.shape[3]]
     return gx, gw, go.sum(axis=(0, 2, 3))
 
