@@ -139,6 +139,36 @@ def test_gradients_by_finite_differences(case, rng):
         assert_close(leaf.grad, e, "float32", rtol=1e-4, atol=1e-5)
 
 
+@pytest.mark.parametrize("dtype", FLOAT_NAMES)
+def test_depthwise_gives_the_same_bits_on_every_level(dtype, rng):
+    """The direct depthwise loops round each product and sum on its own in
+    a fixed order, so every CPU level gives the same bits (the GEMM path's
+    microkernels do not promise that)."""
+    prev = C.cpu_capability()
+    results = []
+    try:
+        for level in ampc.backends.cpu.levels():
+            C._set_cpu_level(level)
+            per_case = []
+            for i in (2, 3, 4, 6):
+                case = CASES[i]
+                g, st, pad, dil = geometry(case)
+                vals, ts = case_values(np.random.default_rng(i), dtype, case)
+                y = C.conv2d(*ts, st, pad, dil, True, g)
+                go = from_values(rand_values(tuple(y.shape), dtype,
+                                             np.random.default_rng(i)),
+                                 dtype)
+                grads = C.conv2d_backward(go, ts[0], ts[1], st, pad, dil,
+                                          (True, True, True), g)
+                per_case += [to64(t) for t in (y,) + tuple(grads)]
+            results.append(per_case)
+    finally:
+        C._set_cpu_level(prev)
+    for other in results[1:]:
+        for a, b in zip(results[0], other):
+            assert np.array_equal(a, b, equal_nan=True)
+
+
 def test_groups_one_is_the_plain_convolution(rng):
     """groups=1 (the default, or given) is today's kernel, bit for bit."""
     (x, w, b), ts = case_values(rng, "float32", (2, 5, 8, 9, 7, 3, 3, 1))

@@ -76,6 +76,15 @@ typedef void (*ampc_col2im_fn)(const ampc_conv2d_shape *s, const float *dcol,
 typedef void (*ampc_im2col_panels_fn)(const ampc_conv2d_shape *s,
                                       ampc_dtype dt, const void *xp, int nr,
                                       float *dst);
+/* The depthwise planes' loops (cpu/depthwise.h), float32. */
+typedef void (*ampc_dw_fwd_fn)(const ampc_conv2d_shape *s, const float *xp,
+                               const float *wk, float *out);
+typedef void (*ampc_dw_bwd_input_fn)(const ampc_conv2d_shape *s,
+                                     const float *dy, const float *wk,
+                                     float *dxp);
+typedef void (*ampc_dw_bwd_weight_fn)(const ampc_conv2d_shape *s,
+                                      const float *dy, const float *xp,
+                                      float *lanes, float *gw);
 
 typedef struct {
     int mr, nr;                 /* microkernel tile */
@@ -87,6 +96,9 @@ typedef struct {
     ampc_im2col_fn im2col;      /* conv2d's lowering, same ISA */
     ampc_col2im_fn col2im;
     ampc_im2col_panels_fn im2col_panels;
+    ampc_dw_fwd_fn dw_fwd;      /* depthwise conv2d, same ISA */
+    ampc_dw_bwd_input_fn dw_bwd_input;
+    ampc_dw_bwd_weight_fn dw_bwd_weight;
 } ampc_gemm_parts;
 
 /* The portable parts (cpu/ref/gemm.c), which ref's conv2d also uses. */
@@ -154,6 +166,23 @@ int ampc_conv2d_bwd_weight_run(const ampc_gemm_parts *parts,
                                const void *dy, const void *x, void *dw,
                                void *db);
 
+/* One group of one image of a depthwise convolution (cpu/ref/
+ * conv2d_depthwise.c), s the group's shape (C = 1, OC = the multiplier M):
+ * x (H, W), w (M, KH, KW), bias (M) or NULL -> y (M, OH, OW) */
+int ampc_dw_fwd_task(const ampc_gemm_parts *parts,
+                     const ampc_conv2d_shape *s, ampc_dtype dt,
+                     const char *x, const char *w, const char *bias,
+                     int relu, char *y);
+/* dy (M, OH, OW), w (M, KH, KW) -> dx (H, W) */
+int ampc_dw_bwd_input_task(const ampc_gemm_parts *parts,
+                           const ampc_conv2d_shape *s, ampc_dtype dt,
+                           const char *dy, const char *w, char *dx);
+/* dy (M, OH, OW), x (H, W) -> gw (M, KH, KW) += the weight gradient,
+ * float32 */
+int ampc_dw_bwd_weight_task(const ampc_gemm_parts *parts,
+                            const ampc_conv2d_shape *s, ampc_dtype dt,
+                            const char *dy, const char *x, float *gw);
+
 // ----------------------------------------------------------------------------
 // portable packing, inlined into each level
 
@@ -170,6 +199,22 @@ ampc_gemm_widen(const ampc_converters *cv, ampc_dtype dt, const void *src,
     }
     else {
         cv->bf16_to_f32(n, (const uint16_t *)src, dst);
+    }
+}
+
+/* Rounds n float32 values to dt (RNE), contiguous. */
+static AMPC_ALWAYS_INLINE void
+ampc_gemm_narrow(const ampc_converters *cv, ampc_dtype dt, const float *src,
+                 int64_t n, void *dst)
+{
+    if (dt == AMPC_FLOAT32) {
+        memcpy(dst, src, (size_t)n * sizeof(float));
+    }
+    else if (dt == AMPC_FLOAT16) {
+        cv->f32_to_f16(n, src, dst);
+    }
+    else {
+        cv->f32_to_bf16(n, src, dst);
     }
 }
 

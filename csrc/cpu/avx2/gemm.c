@@ -4,6 +4,7 @@
  */
 #if defined(__x86_64__)
 
+#include "cpu/depthwise.h"
 #include "cpu/gemm_x86.h"
 
 #define MR 4
@@ -110,9 +111,31 @@ im2col_panels_avx2(const ampc_conv2d_shape *s, ampc_dtype dt,
     }
 }
 
+static AMPC_TARGET_AVX2 void
+dw_fwd_avx2(const ampc_conv2d_shape *s, const float *xp, const float *wk,
+            float *out)
+{
+    ampc_dw_fwd_loop(s, xp, wk, out);
+}
+
+static AMPC_TARGET_AVX2 void
+dw_bwd_input_avx2(const ampc_conv2d_shape *s, const float *dy,
+                  const float *wk, float *dxp)
+{
+    ampc_dw_bwd_input_loop(s, dy, wk, dxp);
+}
+
+static AMPC_TARGET_AVX2 void
+dw_bwd_weight_avx2(const ampc_conv2d_shape *s, const float *dy,
+                   const float *xp, float *lanes, float *gw)
+{
+    ampc_dw_bwd_weight_loop(s, dy, xp, lanes, gw);
+}
+
 static const ampc_gemm_parts parts_avx2 = {
     MR, NR, 256, 128, 1536, pack_avx2, kernel_avx2, &ampc_cvt_avx2,
     im2col_avx2, col2im_avx2, im2col_panels_avx2,
+    dw_fwd_avx2, dw_bwd_input_avx2, dw_bwd_weight_avx2,
 };
 
 // ----------------------------------------------------------------------------

@@ -8,7 +8,9 @@
  * OC/G, on slices of x, w, the bias and y that start at an offset (each
  * group's channels are contiguous), so the per-image code below runs
  * unchanged on the group's shape (group_shape).  A "task" is one (image,
- * group) pair, numbered image-major; with G = 1 tasks are images.
+ * group) pair, numbered image-major; with G = 1 tasks are images.  A
+ * depthwise convolution (C/G = 1) runs its tasks on direct loops instead
+ * (conv2d_depthwise.c): its GEMMs would be one row deep.
  *
  * Each image is first copied inside a border of zeros, so im2col and col2im
  * move whole rows without bounds checks (before that, im2col's per-row
@@ -54,6 +56,14 @@ group_shape(const ampc_conv2d_shape *s)
     g.oc = s->oc / s->groups;
     g.groups = 1;
     return g;
+}
+
+/* Each group one input channel, and more than one group (a single-channel
+ * convolution with groups 1 keeps the GEMM path). */
+static int
+is_depthwise(const ampc_conv2d_shape *s)
+{
+    return s->groups > 1 && s->c == s->groups;
 }
 
 /* Where task t (image t / G, group t % G) starts: element offsets of its
@@ -151,21 +161,6 @@ image_columns(const ampc_gemm_parts *P, const ampc_conv2d_shape *s,
     return col;
 }
 
-static void
-narrow(const ampc_converters *cv, ampc_dtype dt, const float *src, int64_t n,
-       void *dst)
-{
-    if (dt == AMPC_FLOAT32) {
-        memcpy(dst, src, (size_t)n * sizeof(float));
-    }
-    else if (dt == AMPC_FLOAT16) {
-        cv->f32_to_f16(n, src, dst);
-    }
-    else {
-        cv->f32_to_bf16(n, src, dst);
-    }
-}
-
 // ----------------------------------------------------------------------------
 // forward
 
@@ -247,6 +242,11 @@ fwd_task(const ampc_gemm_parts *P, const ampc_conv2d_shape *s,
 {
     const int64_t es = (int64_t)ampc_dtype_size[dt];
     const conv_task o = task_at(s, t);
+    if (is_depthwise(s)) {
+        return ampc_dw_fwd_task(P, gs, dt, x + o.x * es, w + o.w * es,
+                                bias != NULL ? bias + o.oc * es : NULL, relu,
+                                y + o.y * es);
+    }
     return fwd_image(P, gs, dt, x + o.x * es, w + o.w * es,
                      wp + o.group * wstride,
                      bias != NULL ? bias + o.oc * es : NULL, relu,
@@ -261,9 +261,10 @@ ampc_conv2d_fwd_run(const ampc_gemm_parts *P, const ampc_conv2d_shape *s,
     const ampc_conv2d_shape gs = group_shape(s);
     const int64_t tasks = s->n * s->groups;
     int by_task, nt = conv_threads(s, &by_task), err = 0;
-    int64_t wstride;
-    float *wp = pack_weights(P, s, dt, w, 0, &wstride);
-    if (wp == NULL) {
+    int64_t wstride = 0;
+    float *wp = NULL;
+    if (!is_depthwise(s) &&
+        (wp = pack_weights(P, s, dt, w, 0, &wstride)) == NULL) {
         return AMPC_LINALG_NOMEM;
     }
     if (by_task) {
@@ -332,9 +333,10 @@ bwd_input_image(const ampc_gemm_parts *P, const ampc_conv2d_shape *s,
     if (!direct) {
         for (int64_t c = 0; c < s->c; c++) {
             for (int64_t h = 0; h < s->h; h++) {
-                narrow(P->cvt, dt,
-                       img + (c * hp + h + s->ph) * wp + s->pw, s->w,
-                       dx + (c * s->h + h) * s->w * (int64_t)es);
+                ampc_gemm_narrow(P->cvt, dt,
+                                 img + (c * hp + h + s->ph) * wp + s->pw,
+                                 s->w,
+                                 dx + (c * s->h + h) * s->w * (int64_t)es);
             }
         }
     }
@@ -350,6 +352,10 @@ bwd_input_task(const ampc_gemm_parts *P, const ampc_conv2d_shape *s,
 {
     const int64_t es = (int64_t)ampc_dtype_size[dt];
     const conv_task o = task_at(s, t);
+    if (is_depthwise(s)) {
+        return ampc_dw_bwd_input_task(P, gs, dt, dy + o.y * es,
+                                      w + o.w * es, dx + o.x * es);
+    }
     return bwd_input_image(P, gs, dt, dy + o.y * es, w + o.w * es,
                            wtp + o.group * wstride, dx + o.x * es,
                            gemm_threads);
@@ -363,9 +369,10 @@ ampc_conv2d_bwd_input_run(const ampc_gemm_parts *P,
     const ampc_conv2d_shape gs = group_shape(s);
     const int64_t tasks = s->n * s->groups;
     int by_task, nt = conv_threads(s, &by_task), err = 0;
-    int64_t wstride;
-    float *wp = pack_weights(P, s, dt, w, 1, &wstride);
-    if (wp == NULL) {
+    int64_t wstride = 0;
+    float *wp = NULL;
+    if (!is_depthwise(s) &&
+        (wp = pack_weights(P, s, dt, w, 1, &wstride)) == NULL) {
         return AMPC_LINALG_NOMEM;
     }
     if (by_task) {
@@ -432,7 +439,15 @@ bwd_weight_tasks(const ampc_gemm_parts *P, const ampc_conv2d_shape *s,
     for (int64_t t = t0; t < t1; t++) {
         const conv_task o = task_at(s, t);
         const char *dyi = dy + o.y * (int64_t)es;
-        if (gw != NULL) {
+        if (gw != NULL && is_depthwise(s)) {
+            int err = ampc_dw_bwd_weight_task(P, &gs, dt, dyi,
+                                              x + o.x * (int64_t)es,
+                                              gw + o.w);
+            if (err) {
+                return err;
+            }
+        }
+        else if (gw != NULL) {
             const char *xi = x + o.x * (int64_t)es;
             const void *col = is_pointwise(&gs)
                                   ? xi
@@ -529,11 +544,12 @@ ampc_conv2d_bwd_weight_run(const ampc_gemm_parts *P,
             int64_t nwp = j0 >= nw ? 0 : (nw - j0 < n ? nw - j0 : n);
             size_t es = ampc_dtype_size[dt];
             if (dw != NULL && nwp > 0) {
-                narrow(P->cvt, dt, sum, nwp, (char *)dw + j0 * (int64_t)es);
+                ampc_gemm_narrow(P->cvt, dt, sum, nwp,
+                                 (char *)dw + j0 * (int64_t)es);
             }
             if (db != NULL && nwp < n) {
-                narrow(P->cvt, dt, sum + nwp, n - nwp,
-                       (char *)db + (j0 + nwp - nw) * (int64_t)es);
+                ampc_gemm_narrow(P->cvt, dt, sum + nwp, n - nwp,
+                                 (char *)db + (j0 + nwp - nw) * (int64_t)es);
             }
         }
     }

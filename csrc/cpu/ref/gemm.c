@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "cpu/depthwise.h"
 #include "cpu/gemm.h"
 
 /* Below this many flops one thread does the whole GEMM: waking the other
@@ -463,9 +464,31 @@ im2col_panels_ref(const ampc_conv2d_shape *s, ampc_dtype dt, const void *xp,
     ampc_im2col_panels_loop(s, dt, xp, nr, dst, ampc_widen_strided);
 }
 
+static void
+dw_fwd_ref(const ampc_conv2d_shape *s, const float *xp, const float *wk,
+           float *out)
+{
+    ampc_dw_fwd_loop(s, xp, wk, out);
+}
+
+static void
+dw_bwd_input_ref(const ampc_conv2d_shape *s, const float *dy,
+                 const float *wk, float *dxp)
+{
+    ampc_dw_bwd_input_loop(s, dy, wk, dxp);
+}
+
+static void
+dw_bwd_weight_ref(const ampc_conv2d_shape *s, const float *dy,
+                  const float *xp, float *lanes, float *gw)
+{
+    ampc_dw_bwd_weight_loop(s, dy, xp, lanes, gw);
+}
+
 const ampc_gemm_parts ampc_gemm_parts_ref = {
     REF_MR, REF_NR, 128, 256, 2048, pack_ref, kernel_ref, &ampc_cvt_ref,
     im2col_ref, col2im_ref, im2col_panels_ref,
+    dw_fwd_ref, dw_bwd_input_ref, dw_bwd_weight_ref,
 };
 
 int
