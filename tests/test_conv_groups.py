@@ -274,6 +274,18 @@ def test_autocast(dtype, rng):
     close(m.bias.grad, eb, dtype, 126)
 
 
+def test_layer_report_counts_a_group_s_channels():
+    """layer_report's FLOPs and tensor-core notes use C/groups."""
+    from ampc.amp.perf import _alignment_notes, _gemm_gflop
+    m = nn.Conv2d(12, 24, 3, groups=4)
+    out = ampc.zeros(1, 24, 5, 5)
+    assert _gemm_gflop(m, out, True) == pytest.approx(
+        3 * 2 * 3 * 9 * 600 / 1e9)
+    notes = _alignment_notes(m, (), ampc.float16, "cuda")
+    assert notes[0].startswith("C_in/groups=3 is not a multiple of 8")
+    assert notes[1].startswith("C_out/groups=6 is not a multiple of 8")
+
+
 # ----------------------------------------------------------------------------
 # errors
 

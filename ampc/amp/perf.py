@@ -89,10 +89,16 @@ def _alignment_notes(module, inputs, dtype, device_type):
     if dtype is None or dtype.name == "float32":
         return ["float32 math: no 16-bit tensor cores (run it under "
                 "autocast)"]
-    dims = ({"C_in": module.in_channels, "C_out": module.out_channels}
-            if kind == "Conv2d" else
-            {"in_features": module.in_features,
-             "out_features": module.out_features})
+    groups = getattr(module, "groups", 1) if kind == "Conv2d" else 1
+    if kind == "Linear":
+        dims = {"in_features": module.in_features,
+                "out_features": module.out_features}
+    elif groups == 1:
+        dims = {"C_in": module.in_channels, "C_out": module.out_channels}
+    else:
+        # a grouped convolution's GEMMs are one group's channels wide
+        dims = {"C_in/groups": module.in_channels // groups,
+                "C_out/groups": module.out_channels // groups}
     if kind == "Linear" and inputs and isinstance(inputs[0], _TB):
         rows = inputs[0].numel() // max(inputs[0].shape[-1], 1)
         dims = {"batch rows": rows, **dims}
