@@ -12,6 +12,9 @@ Sections (each a function of the parsed arguments, run in order by
   beside torch's same op.
 * ``section_conv``: conv2d forward and backward of the lab's two layers at
   batch 256, beside torch's convolution and convolution_backward.
+* ``section_grouped``: the same for grouped and depthwise convolutions
+  (MobileNet's and ResNeXt's 3x3 layers: depthwise, depthwise at stride 2,
+  depthwise with a channel multiplier of 2, 4 and 32 groups).
 * ``section_train_step``: one full training step of the lab's SimpleCNN
   (forward, cross-entropy, backward, SGD with momentum) at the lab's batch
   of 256 32x32 images, in float32, float16 (``model.half()``) and bfloat16
@@ -22,7 +25,7 @@ Sections (each a function of the parsed arguments, run in order by
 Not a test: run it by hand.
 
     python benchmarks/bench_train.py [--batch 256] [--repeat 5]
-        [--sections peak,gemm,conv,train_step] [--cpu-clock]
+        [--sections peak,gemm,conv,grouped,train_step] [--cpu-clock]
 
 Every result is checked against torch (or float64 NumPy without torch)
 before it is timed; times are the best of ``--repeat`` runs.
@@ -190,62 +193,98 @@ CONV_LAYERS = [("conv1", 3, 32, 32, (False, True, True)),
                ("conv2", 32, 64, 16, (True, True, True))]
 
 
+def conv_rows(args, layer, shapes, stride, groups, needs, rng):
+    """Validates, then times and prints, conv2d forward (with bias) and
+    backward of x (N, C, H, W) with w (OC, C/groups, 3, 3), padding 1, in
+    every dtype, beside torch's convolution and convolution_backward."""
+    (b, c, hw, _), (oc, cg, k, _) = shapes
+    x = rng.uniform(-1, 1, (b, c, hw, hw)).astype(np.float32)
+    w = rng.uniform(-0.2, 0.2, (oc, cg, k, k)).astype(np.float32)
+    bias = rng.uniform(-0.2, 0.2, (oc,)).astype(np.float32)
+    ohw = (hw + 2 - k) // stride + 1
+    g = rng.uniform(-1, 1, (b, oc, ohw, ohw)).astype(np.float32)
+    flops = 2.0 * b * oc * ohw * ohw * cg * k * k
+    for name in DTYPES:
+        ax, aw, ab, ag = (ampc.tensor(v).to(getattr(ampc, name))
+                          for v in (x, w, bias, g))
+
+        def fwd():
+            return C.conv2d(ax, aw, ab, stride, 1, 1, False, groups)
+
+        def bwd():
+            return C.conv2d_backward(ag, ax, aw, stride, 1, 1, needs,
+                                     groups)
+
+        runs = [("fwd", fwd, flops), ("bwd", bwd, flops * sum(needs[:2]))]
+        peers = (None, None)
+        if torch is not None:
+            tdt = getattr(torch, name)
+            tx, tw, tb, tg = (torch.from_numpy(v).to(tdt)
+                              for v in (x, w, bias, g))
+
+            def tfwd():
+                return torch.nn.functional.conv2d(tx, tw, tb, stride=stride,
+                                                  padding=1, groups=groups)
+
+            def tbwd():
+                return torch.ops.aten.convolution_backward(
+                    tg, tx, tw, [oc], [stride, stride], [1, 1], [1, 1],
+                    False, [0, 0], groups, list(needs))
+
+            check(f"{layer} fwd", ampc_array(fwd()), torch_array(tfwd()),
+                  name)
+            for a, t in zip(bwd(), tbwd()):
+                if a is not None:
+                    check(f"{layer} bwd", ampc_array(a), torch_array(t),
+                          name)
+            peers = (tfwd, tbwd)
+        for (kind, fn, fl), tfn in zip(runs, peers):
+            best = best_time(fn, args)
+            row = (f"{layer + ' ' + kind:<22}{name:<10}"
+                   f"{best * 1e3:>9.2f}{fl / best / 1e9:>9.1f}")
+            if tfn is not None:
+                tbest = best_time(tfn, args)
+                row += (f"{tbest * 1e3:>10.2f}{fl / tbest / 1e9:>9.1f}"
+                        f"{tbest / best:>11.2f}x")
+            print(row, flush=True)
+
+
+def conv_header():
+    head = f"{'layer':<22}{'dtype':<10}{'ampc ms':>9}{'GFLOP/s':>9}"
+    if torch is not None:
+        head += f"{'torch ms':>10}{'GFLOP/s':>9}{'torch/ampc':>12}"
+    print(head)
+
+
 def section_conv(args):
     rng = np.random.default_rng(0)
     b = args.batch
     print(f"\nconv2d 3x3 pad 1, batch {b}: forward (with bias) and "
           "backward (the gradients training needs)")
-    head = f"{'layer':<16}{'dtype':<10}{'ampc ms':>9}{'GFLOP/s':>9}"
-    if torch is not None:
-        head += f"{'torch ms':>10}{'GFLOP/s':>9}{'torch/ampc':>12}"
-    print(head)
+    conv_header()
     for layer, c, oc, hw, needs in CONV_LAYERS:
-        x = rng.uniform(-1, 1, (b, c, hw, hw)).astype(np.float32)
-        w = rng.uniform(-0.2, 0.2, (oc, c, 3, 3)).astype(np.float32)
-        bias = rng.uniform(-0.2, 0.2, (oc,)).astype(np.float32)
-        g = rng.uniform(-1, 1, (b, oc, hw, hw)).astype(np.float32)
-        flops = 2.0 * b * oc * hw * hw * c * 9
-        for name in DTYPES:
-            ax, aw, ab, ag = (ampc.tensor(v).to(getattr(ampc, name))
-                              for v in (x, w, bias, g))
+        conv_rows(args, layer, ((b, c, hw, hw), (oc, c, 3, 3)), 1, 1, needs,
+                  rng)
 
-            def fwd():
-                return C.conv2d(ax, aw, ab, 1, 1, 1)
 
-            def bwd():
-                return C.conv2d_backward(ag, ax, aw, 1, 1, 1, needs)
+# (label, C, OC, H = W, stride, groups): MobileNet's depthwise layers (one
+# input channel a group; x2: two filters each) and ResNeXt-style groups
+GROUPED_LAYERS = [("dw c64 32x32", 64, 64, 32, 1, 64),
+                  ("dw c64 32x32 s2", 64, 64, 32, 2, 64),
+                  ("dw x2 c32 32x32", 32, 64, 32, 1, 32),
+                  ("g4 c64 16x16", 64, 64, 16, 1, 4),
+                  ("g32 c128 8x8", 128, 128, 8, 1, 32)]
 
-            runs = [("fwd", fwd, flops), ("bwd", bwd, flops * sum(needs[:2]))]
-            tx = tw = tb = tg = None
-            if torch is not None:
-                tdt = getattr(torch, name)
-                tx, tw, tb, tg = (torch.from_numpy(v).to(tdt)
-                                  for v in (x, w, bias, g))
 
-                def tfwd():
-                    return torch.nn.functional.conv2d(tx, tw, tb, padding=1)
-
-                def tbwd():
-                    return torch.ops.aten.convolution_backward(
-                        tg, tx, tw, [oc], [1, 1], [1, 1], [1, 1], False,
-                        [0, 0], 1, list(needs))
-
-                check(f"{layer} fwd", ampc_array(fwd()),
-                      torch_array(tfwd()), name)
-                for a, t in zip(bwd(), tbwd()):
-                    if a is not None:
-                        check(f"{layer} bwd", ampc_array(a), torch_array(t),
-                              name)
-            peers = (tfwd, tbwd) if torch is not None else (None, None)
-            for (kind, fn, fl), tfn in zip(runs, peers):
-                best = best_time(fn, args)
-                row = (f"{layer + ' ' + kind:<16}{name:<10}"
-                       f"{best * 1e3:>9.2f}{fl / best / 1e9:>9.0f}")
-                if tfn is not None:
-                    tbest = best_time(tfn, args)
-                    row += (f"{tbest * 1e3:>10.2f}{fl / tbest / 1e9:>9.0f}"
-                            f"{tbest / best:>11.2f}x")
-                print(row, flush=True)
+def section_grouped(args):
+    rng = np.random.default_rng(0)
+    b = args.batch
+    print(f"\ngrouped conv2d 3x3 pad 1, batch {b}: forward (with bias) and "
+          "backward (input, weight and bias gradients)")
+    conv_header()
+    for layer, c, oc, hw, stride, groups in GROUPED_LAYERS:
+        conv_rows(args, layer, ((b, c, hw, hw), (oc, c // groups, 3, 3)),
+                  stride, groups, (True, True, True), rng)
 
 
 # ----------------------------------------------------------------------------
@@ -368,7 +407,7 @@ def section_train_step(args):
 
 
 SECTIONS = {"peak": section_peak, "gemm": section_gemm, "conv": section_conv,
-            "train_step": section_train_step}
+            "grouped": section_grouped, "train_step": section_train_step}
 
 
 def main():
