@@ -104,6 +104,14 @@ def linalg(dev):
         kb = ampc.randn(5, device=dev).to(dt).requires_grad_()
         F.relu(F.conv2d(im, k, kb, stride=2, padding=1)).sum().float() \
             .backward()
+        # grouped and depthwise (x2), through cuDNN and the im2col path
+        gx = ampc.randn(2, 6, 9, 7, device=dev).to(dt).requires_grad_()
+        for shape, groups in (((4, 3, 3, 3), 2), ((12, 1, 3, 3), 6)):
+            gk = ampc.randn(*shape, device=dev).to(dt).requires_grad_()
+            for enabled in (True, False):
+                with ampc.backends.cudnn.flags(enabled=enabled):
+                    F.conv2d(gx, gk, padding=1, groups=groups).sum() \
+                        .float().backward()
 
 
 def optimizers_and_amp(dev):
