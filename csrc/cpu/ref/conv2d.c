@@ -23,9 +23,9 @@
  * and packs it with register transposes.
  *
  * Threads: at least as many tasks as threads are split by task (each GEMM
- * single-threaded, no synchronisation), so a depthwise convolution's many
- * tiny GEMMs spread over the cores even for one image; fewer tasks run in
- * turn with every thread inside each GEMM.  Weight and bias gradients are
+ * single-threaded, no synchronisation), so the many small tasks of a
+ * grouped or depthwise convolution spread over the cores even for one
+ * image; fewer tasks run in turn with every thread inside each GEMM.  Weight and bias gradients are
  * summed in float32 per thread, then across threads in a fixed order, and
  * rounded once.
  */
