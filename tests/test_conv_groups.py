@@ -474,20 +474,38 @@ def test_cuda_algorithm_cache_keys_groups(exact_fp32, rng):
 @gpu
 @pytest.mark.parametrize("dtype", FLOAT_NAMES)
 def test_cuda_matches_torch_cuda(exact_fp32, dtype, rng):
+    """Forward and every gradient against torch's cuDNN convolution (TF32
+    off on both sides)."""
     torch = torch_cuda()
-    for case in CASES:
-        g, st, pad, dil = geometry(case)
-        (x, w, b), _ = case_values(rng, dtype, case)
-        xg, wg, bg = (make_pair(v, dtype)[1] for v in (x, w, b))
-        tdt = getattr(torch, dtype)
-        tx, tw, tb = (torch.from_numpy(v).to("cuda", tdt) for v in (x, w, b))
-        got = C.conv2d(xg, wg, bg, st, pad, dil, False, g)
-        want = torch.nn.functional.conv2d(tx, tw, tb, st, pad, dil, g)
-        ours = to64(got.cpu())
-        theirs = want.double().cpu().numpy()
-        r, _ = ref.tolerance(dtype, 2 * gpu_k(case)[0])
-        scale = max(1.0, float(np.abs(theirs).max()))
-        assert np.allclose(ours, theirs, rtol=r, atol=r * scale)
+    saved = torch.backends.cudnn.allow_tf32
+    torch.backends.cudnn.allow_tf32 = False
+    try:
+        for case in CASES:
+            n, oc = case[0], case[4]
+            g, st, pad, dil = geometry(case)
+            (x, w, b), _ = case_values(rng, dtype, case)
+            ours = [make_pair(v, dtype, requires_grad=True)[1]
+                    for v in (x, w, b)]
+            theirs = [torch.from_numpy(v).to("cuda", getattr(torch, dtype))
+                      .requires_grad_() for v in (x, w, b)]
+            y = F.conv2d(*ours, stride=st, padding=pad, dilation=dil,
+                         groups=g)
+            ty = torch.nn.functional.conv2d(*theirs, stride=st, padding=pad,
+                                            dilation=dil, groups=g)
+            k, gk = gpu_k(case)
+            pairs = [(y, ty, k)]
+            go = rand_values(tuple(y.shape), dtype, rng)
+            y.backward(make_pair(go, dtype)[1])
+            ty.backward(torch.from_numpy(go).to("cuda", ty.dtype))
+            pairs += [(o.grad, t.grad, gk) for o, t in zip(ours, theirs)]
+            for got, want, kk in pairs:
+                r, _ = ref.tolerance(dtype, 2 * kk)
+                want = want.detach().double().cpu().numpy()
+                scale = max(1.0, float(np.abs(want).max()))
+                assert np.allclose(to64(got.detach().cpu()), want, rtol=r,
+                                   atol=r * scale)
+    finally:
+        torch.backends.cudnn.allow_tf32 = saved
 
 
 @gpu
