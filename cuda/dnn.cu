@@ -576,6 +576,17 @@ dnn_fits(const ampc_conv2d_shape *s)
            s->oc * (s->c / s->groups) * s->kh * s->kw <= INT_MAX;
 }
 
+/* rc from a dnn_* call says cuDNN cannot do this problem (no algorithm
+ * fits the dtype / deterministic / TF32 / workspace constraints, or cuDNN
+ * answered "not supported"): the im2col + GEMM path (deterministic, any
+ * dtype) computes the same result instead, over the whole output. */
+static bool
+dnn_refused(int rc)
+{
+    return rc >= AMPC_CUDNN_ERROR_BASE &&
+           dnn_not_supported((cudnnStatus_t)(rc - AMPC_CUDNN_ERROR_BASE));
+}
+
 #else /* no cuDNN */
 
 extern "C" int
@@ -615,7 +626,10 @@ ampc_conv2d_fwd_cuda(const ampc_conv2d_shape *s, ampc_dtype dt,
     /* NOTE: cuDNN is never given a zero-sized dimension: with C == 0 the
      * sum is empty (y = bias [relu]), which the GEMM path's k == 0 writes */
     if (o->enabled && s->c > 0 && dnn_fits(s)) {
-        return dnn_fwd(s, dt, x, w, bias, relu, y, o);
+        int rc = dnn_fwd(s, dt, x, w, bias, relu, y, o);
+        if (!dnn_refused(rc)) {
+            return rc;
+        }
     }
 #endif /* AMPC_HAVE_CUDNN */
     (void)o;
@@ -634,7 +648,10 @@ ampc_conv2d_bwd_input_cuda(const ampc_conv2d_shape *s, ampc_dtype dt,
 #ifdef AMPC_HAVE_CUDNN
     /* OC == 0: dx is all zeros, written by the GEMM path (k == 0) */
     if (o->enabled && s->oc > 0 && dnn_fits(s)) {
-        return dnn_bwd_input(s, dt, dy, w, dx, o);
+        int rc = dnn_bwd_input(s, dt, dy, w, dx, o);
+        if (!dnn_refused(rc)) {
+            return rc;
+        }
     }
 #endif /* AMPC_HAVE_CUDNN */
     (void)o;
@@ -667,7 +684,10 @@ ampc_conv2d_bwd_weight_cuda(const ampc_conv2d_shape *s, ampc_dtype dt,
     }
 #ifdef AMPC_HAVE_CUDNN
     if (o->enabled && dnn_fits(s)) {
-        return dnn_bwd_weight(s, dt, dy, x, dw, o);
+        int rc = dnn_bwd_weight(s, dt, dy, x, dw, o);
+        if (!dnn_refused(rc)) {
+            return rc;
+        }
     }
 #endif /* AMPC_HAVE_CUDNN */
     (void)o;
