@@ -47,10 +47,13 @@ typedef std::tuple<int, int, int, int, int64_t, int64_t, int64_t, int64_t,
     algo_key;
 
 typedef struct {
-    int algo;               /* a cudnnConvolution*Algo_t */
+    int algo;               /* a cudnnConvolution*Algo_t; NO_ALGO: none fits
+                             * (the problem then takes the GEMM path) */
     cudnnMathType_t math;
     size_t workspace;
 } algo_entry;
+
+#define NO_ALGO (-1)
 
 static std::mutex cache_lock;
 static std::map<algo_key, algo_entry> algo_cache;
@@ -374,7 +377,7 @@ choose(cudnnHandle_t h, int dev, conv_dir dir, const ampc_conv2d_shape *s,
 {
     algo_key key = make_key(dev, dir, dt, o, s, in0, in1, out);
     if (cache_find(key, e)) {
-        return 0;
+        return e->algo == NO_ALGO ? no_algo() : 0;
     }
     int count = 0, found = 0;
     if (o->benchmark) {
@@ -430,6 +433,8 @@ choose(cudnnHandle_t h, int dev, conv_dir dir, const ampc_conv2d_shape *s,
         }
     }
     if (!found) {
+        /* remembered, so that the search is not run again at every call */
+        cache_store(key, algo_entry{NO_ALGO, CUDNN_DEFAULT_MATH, 0});
         return no_algo();
     }
     cache_store(key, *e);

@@ -156,6 +156,8 @@ nn_aligned16(const void *p)
         break;                                                             \
     }                                                                      \
     default:                                                               \
+        ampc_cuda_record_error(__FILE__, __LINE__, "unsupported dtype",    \
+                               (int)cudaErrorInvalidValue);                \
         return (int)cudaErrorInvalidValue;                                 \
     }
 

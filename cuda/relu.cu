@@ -76,6 +76,8 @@ ampc_relu_bwd_cuda(ampc_dtype dt, int64_t n, const void *grad_out,
             (uint16_t *)grad_in, inf, vec);
     }
     else {
+        ampc_cuda_record_error(__FILE__, __LINE__, "relu_backward: dtype",
+                               (int)cudaErrorInvalidValue);
         return (int)cudaErrorInvalidValue;
     }
     AMPC_CUDA_CHECK_LAUNCH();
