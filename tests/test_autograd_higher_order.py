@@ -152,17 +152,98 @@ def test_users_function_backward_runs_with_grad_mode_on():
     assert ampc.autograd.grad(g.sum(), x)[0].tolist() == [6.0, -12.0]
 
 
+CONV_CASES = {
+    # f(lib, x, w): x (2, 4, 7, 6), w (6, 2, 3, 3), values in [0.5, 2)
+    "groups_stride_pad": lambda lib, x, w: (F(lib).conv2d(
+        x, w, stride=2, padding=1, groups=2) ** 2).sum(),
+    "dilation_bias": lambda lib, x, w: (F(lib).conv2d(
+        x, w.reshape(3, 4, 3, 3), w[0, 0, 0], dilation=(2, 1)) ** 2
+        * x[0, :3, :3, :2].sum()).sum(),
+    # (shifted so that every ReLU input stays on one side of 0: the
+    # differences stay smooth)
+    "relu_then_linear": lambda lib, x, w: _relu_linear(
+        lib, F(lib).relu(F(lib).conv2d(x, w, padding=1, groups=2) + 20.0)
+        + F(lib).relu(F(lib).conv2d(x, w, groups=2) - 20.0).sum()),
+}
+
+
+def _relu_linear(lib, h):
+    h = h.flatten(1)
+    return (F(lib).linear(h, h * 0.01) ** 2).sum()
+
+
+def test_sequential_fused_conv_relu_gives_the_same_second_derivative():
+    """Sequential runs Conv2d + ReLU as one node (the ReLU in the conv's
+    epilogue); its create_graph formula masks like the separate ReLU."""
+    def make(fused):
+        ampc.manual_seed(3)
+        conv = ampc.nn.Conv2d(3, 4, 3, padding=1)
+        return ampc.nn.Sequential(conv, ampc.nn.ReLU()) if fused else \
+            (lambda t: F(ampc).relu(conv(t)))
+    x = ampc.randn(2, 3, 6, 5, requires_grad=True)
+    got = []
+    for fused in (True, False):
+        net = make(fused)
+        g, = ampc.autograd.grad((net(x) ** 3).sum(), x, create_graph=True)
+        got.append(to64(ampc.autograd.grad((g ** 2).sum(), x)[0]))
+    np.testing.assert_allclose(got[0], got[1], rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("case", sorted(CONV_CASES))
+def test_conv2d_second_derivatives(case):
+    """Through conv2d's input and weight gradients, each a differentiable
+    op (ConvInputGrad, ConvWeightGrad) whose gradients are convolutions
+    and each other; groups, stride, padding, dilation and a bias."""
+    f = CONV_CASES[case]
+    rng = np.random.default_rng(len(case))
+    x = rng.uniform(0.5, 2.0, (2, 4, 7, 6)).astype(np.float32)
+    w = rng.uniform(-1.0, 1.0, (6, 2, 3, 3)).astype(np.float32)
+    v = rng.uniform(-1.0, 1.0, x.shape).astype(np.float32)
+    hx, hw = hvp(ampc, f, x, w, v)
+    eps = 1e-2
+    plus = first_grads(f, x + eps * v, w)
+    minus = first_grads(f, x - eps * v, w)
+    for h, k in ((hx, 2), (hw, 3)):
+        fd = (to64(plus[k]) - to64(minus[k])) / (2 * eps)
+        scale = np.abs(fd).max()
+        np.testing.assert_allclose(h, fd, rtol=2e-2, atol=2e-2 * scale)
+    torch = torch_or_skip()
+    tx, tw = hvp(torch, f, x, w, v)
+    np.testing.assert_allclose(hx, tx, rtol=1e-4, atol=1e-4 * np.abs(tx).max())
+    np.testing.assert_allclose(hw, tw, rtol=1e-4, atol=1e-4 * np.abs(tw).max())
+
+
+def test_third_derivative_through_conv2d():
+    """d3/dw3 of sum(conv(x, w)^3) / 6 along ones = sum over outputs of
+    (conv(x, 1-kernel))^3: the conv gradient ops are differentiable in
+    turn."""
+    x = ampc.tensor(np.random.default_rng(1).uniform(
+        0.5, 2.0, (1, 1, 4, 4)).astype(np.float32))
+    w = ampc.ones(1, 1, 2, 2, requires_grad=True)
+    y = (F(ampc).conv2d(x, w) ** 3).sum() / 6
+    g1, = ampc.autograd.grad(y, w, create_graph=True)
+    g2, = ampc.autograd.grad(g1.sum(), w, create_graph=True)
+    g3, = ampc.autograd.grad(g2.sum(), w)
+    s = to64(F(ampc).conv2d(x, ampc.ones(1, 1, 2, 2)))
+    # y = sum(c^3)/6 with c linear in w, dc/dw_k = patch_k: d3y along
+    # (1,1,1,1) for each w_k is sum(patch_k * (sum_j patch_j)^2)
+    xs = to64(x)[0, 0]
+    patches = [xs[i:i + 3, j:j + 3] for i in range(2) for j in range(2)]
+    want = [np.sum(p * s[0, 0] ** 2) for p in patches]
+    np.testing.assert_allclose(to64(g3).ravel(), want, rtol=1e-4)
+
+
 def test_ops_without_a_differentiable_backward_say_so():
-    x = ampc.randn(1, 2, 5, 5, requires_grad=True)
-    w = ampc.randn(3, 2, 3, 3, requires_grad=True)
-    loss = F(ampc).conv2d(x, w).sum()
+    x = ampc.randn(4, 5, requires_grad=True)
+    loss = F(ampc).cross_entropy(x, ampc.tensor([0, 1, 2, 3]))
     with pytest.raises(NotImplementedError,
-                       match=r"ConvolutionBackward0: ampc has no "
+                       match=r"CrossEntropyLossBackward0: ampc has no "
                        r"differentiable backward for this op, so "
-                       r"create_graph=True .* matmul, linear and mse_loss"):
-        ampc.autograd.grad(loss, w, create_graph=True)
+                       r"create_graph=True .* conv2d \(with a fused ReLU; "
+                       r"not with a fused max-pool\) and mse_loss"):
+        ampc.autograd.grad(loss, x, create_graph=True)
     # the plain backward of the same graph still works
-    assert ampc.autograd.grad(loss, w)[0].shape == w.shape
+    assert ampc.autograd.grad(loss, x)[0].shape == x.shape
 
 
 def test_create_graph_under_autocast_keeps_the_forward_dtypes():

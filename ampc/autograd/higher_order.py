@@ -52,7 +52,8 @@ def graph_backward(node, g):
         "sum, mean, cat, stack, views (reshape, view, flatten, transpose, "
         "permute, expand, squeeze, unsqueeze, contiguous, basic indexing), "
         "matmul, "
-        "linear and mse_loss")
+        "linear, conv2d (with a fused ReLU; not with a fused max-pool) and "
+        "mse_loss")
 
 
 def _saved_output(node, t):
@@ -293,6 +294,71 @@ def _linear(node, g):
     return gx, gw, gb, None
 
 
+# -- conv2d: its two gradients are linear maps, each an op of its own whose
+# own gradients are again convolutions and these maps
+
+
+def _conv(x, w, geom, groups):
+    from ..nn.functional import _Conv2d
+    return _Conv2d.apply(x, w, None, *geom, False, groups)
+
+
+class ConvInputGrad(Function):
+    """conv2d's input gradient: dy (N, OC, OH, OW) through the weight w
+    into the shape of like_x (whose values are not read)."""
+
+    @staticmethod
+    def forward(ctx, dy, w, like_x, geom, groups):
+        ctx.geom, ctx.groups = geom, groups
+        ctx.save_for_backward(dy, w)
+        return _C.conv2d_backward(dy, like_x, w, *geom, (True, False, False),
+                                  groups)[0]
+
+    @staticmethod
+    def backward(ctx, gg):                  # gg: the input's shape
+        dy, w = ctx.saved_tensors
+        need_dy, need_w = ctx.needs_input_grad[:2]
+        g_dy = _conv(gg, w, ctx.geom, ctx.groups) if need_dy else None
+        g_w = ConvWeightGrad.apply(gg, dy, w, ctx.geom, ctx.groups) \
+            if need_w else None
+        return g_dy, g_w, None, None, None
+
+
+class ConvWeightGrad(Function):
+    """conv2d's weight gradient: of the input x and dy, into the shape of
+    like_w (whose values are not read)."""
+
+    @staticmethod
+    def forward(ctx, x, dy, like_w, geom, groups):
+        ctx.geom, ctx.groups = geom, groups
+        ctx.save_for_backward(x, dy)
+        return _C.conv2d_backward(dy, x, like_w, *geom, (False, True, False),
+                                  groups)[1]
+
+    @staticmethod
+    def backward(ctx, gg):                  # gg: the weight's shape
+        x, dy = ctx.saved_tensors
+        need_x, need_dy = ctx.needs_input_grad[:2]
+        g_x = ConvInputGrad.apply(dy, gg, x, ctx.geom, ctx.groups) \
+            if need_x else None
+        g_dy = _conv(x, gg, ctx.geom, ctx.groups) if need_dy else None
+        return g_x, g_dy, None, None, None
+
+
+def _conv2d(node, g):
+    x, weight, out = node.saved_tensors
+    if node.relu:
+        g = g * _C.compare("gt", out, 0)
+    need_x, need_w, need_b = node.needs_input_grad[:3]
+    geom = node.geometry
+    gx = ConvInputGrad.apply(g, weight, x, geom, node.groups) \
+        if need_x else None
+    gw = ConvWeightGrad.apply(x, g, weight, geom, node.groups) \
+        if need_w else None
+    gb = g.sum((0, 2, 3)) if need_b else None
+    return gx, gw, gb, None, None, None, None, None
+
+
 def _mse_loss(node, g):
     inp, target = node.saved_tensors
     diff = (inp - target) * 2
@@ -322,5 +388,7 @@ def _make_formulas():
         _views.Permute: _permute, _views.Expand: _expand,
         _views.GetItem: _getitem, IndexInto: _index_into,
         Matmul: _matmul, F._Linear: _linear, F._MseLoss: _mse_loss,
-        F._Relu: _relu,
+        F._Relu: _relu, F._Conv2d: _conv2d,
+        ConvInputGrad: ConvInputGrad.backward,
+        ConvWeightGrad: ConvWeightGrad.backward,
     }
