@@ -233,17 +233,91 @@ def test_third_derivative_through_conv2d():
     np.testing.assert_allclose(to64(g3).ravel(), want, rtol=1e-4)
 
 
+LOSS_CASES = {
+    # f(lib, x, y): x (3, 4) logits, y (3, 4) used as weights and shifts
+    "cross_entropy_mean": lambda lib, x, y: F(lib).cross_entropy(
+        x * y, lib.tensor([0, 3, 1])),
+    "cross_entropy_weight_ignore": lambda lib, x, y: F(lib).cross_entropy(
+        x * x, lib.tensor([2, -100, 1]), weight=lib.tensor(
+            [0.5, 2.0, 1.5, 1.0])) * y.sum(),
+    "cross_entropy_none_sum_1d": lambda lib, x, y: (F(lib).cross_entropy(
+        x + y, lib.tensor([1, 1, 0]), reduction="none") ** 2).sum()
+    + F(lib).cross_entropy(x[0] * y[1], lib.tensor(2), reduction="sum"),
+    "nll_log_softmax": lambda lib, x, y: F(lib).nll_loss(
+        F(lib).log_softmax(x * y, dim=1), lib.tensor([3, 0, 2]),
+        reduction="sum") + (F(lib).log_softmax(x, dim=0) * y).sum(),
+    "softmax": lambda lib, x, y: (F(lib).softmax(x * y, dim=1) ** 2 * y
+                                  ).sum() + (F(lib).softmax(x, 0) * x).sum(),
+}
+
+
+@pytest.mark.parametrize("case", sorted(LOSS_CASES))
+def test_softmax_and_loss_second_derivatives(case):
+    """The fused cross-entropy keeps the log-probabilities, not the
+    logits: its formula reaches the logits through a LogSoftmax node made
+    for it; nll_loss's gradient is linear in the incoming one."""
+    f = LOSS_CASES[case]
+    rng = np.random.default_rng(len(case))
+    x, y, v = (rng.uniform(-1.5, 1.5, (3, 4)).astype(np.float32)
+               for _ in range(3))
+    hx, hy = hvp(ampc, f, x, y, v)
+    eps = 1e-2
+    plus, minus = first_grads(f, x + eps * v, y), first_grads(f, x - eps * v,
+                                                               y)
+    for h, k in ((hx, 2), (hy, 3)):
+        fd = (to64(plus[k]) - to64(minus[k])) / (2 * eps)
+        np.testing.assert_allclose(h, fd, rtol=2e-2, atol=2e-3)
+    torch = torch_or_skip()
+    tx, ty = hvp(torch, f, x, y, v)
+    np.testing.assert_allclose(hx, tx, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(hy, ty, rtol=1e-4, atol=1e-5)
+
+
+def test_gradient_penalty_on_a_strided_conv_classifier_matches_torch():
+    """A classifier with strided convolutions (no pooling), the
+    cross-entropy and a gradient-norm penalty on its weights: the
+    parameters' gradients after the penalised backward, against torch."""
+    torch = torch_or_skip()
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((4, 3, 8, 8)).astype(np.float32)
+    labels = [1, 0, 3, 2]
+    params = [rng.standard_normal(s).astype(np.float32) * 0.3 for s in
+              [(6, 3, 3, 3), (6,), (8, 6, 3, 3), (8,), (4, 32), (4,)]]
+
+    def run(lib):
+        ps = [lib.tensor(p, requires_grad=True) for p in params]
+        Fl = F(lib)
+        h = Fl.relu(Fl.conv2d(lib.tensor(x), ps[0], ps[1], stride=2,
+                              padding=1))
+        h = Fl.relu(Fl.conv2d(h, ps[2], ps[3], stride=2, padding=1))
+        loss = Fl.cross_entropy(Fl.linear(h.flatten(1), ps[4], ps[5]),
+                                lib.tensor(labels))
+        grads = lib.autograd.grad(loss, ps, create_graph=True)
+        penalty = sum(g.pow(2).sum() for g in grads).sqrt()
+        (loss + penalty).backward()
+        return [to64(p.grad.detach()) for p in ps]
+
+    for a, b in zip(run(ampc), run(torch)):
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
+
+
 def test_ops_without_a_differentiable_backward_say_so():
-    x = ampc.randn(4, 5, requires_grad=True)
-    loss = F(ampc).cross_entropy(x, ampc.tensor([0, 1, 2, 3]))
+    x = ampc.randn(1, 2, 4, 4, requires_grad=True)
+    loss = F(ampc).max_pool2d(x, 2).sum()
     with pytest.raises(NotImplementedError,
-                       match=r"CrossEntropyLossBackward0: ampc has no "
-                       r"differentiable backward for this op, so "
+                       match=r"MaxPool2DWithIndicesBackward0: ampc has "
+                       r"no differentiable backward for this op, so "
                        r"create_graph=True .* conv2d \(with a fused ReLU; "
-                       r"not with a fused max-pool\) and mse_loss"):
+                       r"not with a fused max-pool\), softmax, log_softmax, "
+                       r"nll_loss, cross_entropy and mse_loss"):
         ampc.autograd.grad(loss, x, create_graph=True)
     # the plain backward of the same graph still works
     assert ampc.autograd.grad(loss, x)[0].shape == x.shape
+    y = ampc.randn(3, 4, requires_grad=True)
+    smooth = F(ampc).cross_entropy(y, ampc.tensor([0, 1, 2]),
+                                   label_smoothing=0.1)
+    with pytest.raises(NotImplementedError, match="label_smoothing"):
+        ampc.autograd.grad(smooth, y, create_graph=True)
 
 
 def test_create_graph_under_autocast_keeps_the_forward_dtypes():

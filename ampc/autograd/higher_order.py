@@ -51,8 +51,8 @@ def graph_backward(node, g):
         "exp log abs relu clamp maximum minimum), casts and device moves, "
         "sum, mean, cat, stack, views (reshape, view, flatten, transpose, "
         "permute, expand, squeeze, unsqueeze, contiguous, basic indexing), "
-        "matmul, "
-        "linear, conv2d (with a fused ReLU; not with a fused max-pool) and "
+        "matmul, linear, conv2d (with a fused ReLU; not with a fused "
+        "max-pool), softmax, log_softmax, nll_loss, cross_entropy and "
         "mse_loss")
 
 
@@ -359,6 +359,70 @@ def _conv2d(node, g):
     return gx, gw, gb, None, None, None, None, None
 
 
+# -- softmax, log_softmax and the losses on them
+
+
+def _softmax(node, g):
+    y = _saved_output(node, node.saved_tensors[0])
+    return y * (g - (g * y).sum(node.dim, keepdim=True)), None, None
+
+
+def _log_softmax(node, g):
+    y = _saved_output(node, node.saved_tensors[0])
+    return g - y.exp() * g.sum(node.dim, keepdim=True), None, None
+
+
+def _nll_grad(g, logp, target, weight, reduction, ignore_index):
+    """nll_loss's gradient for the incoming g: linear in g and constant in
+    the log-probabilities (the loss is linear in them), so the constant
+    part comes from the kernel and g multiplies it."""
+    total_weight = _C.nll_loss(logp, target, weight, reduction,
+                               ignore_index)[1]
+    ones = _C.full(tuple(g.shape), 1.0, g.dtype, _dev_str(g))
+    m = _C.nll_loss_backward(ones, logp, target, weight, reduction,
+                             ignore_index, total_weight)
+    if reduction == "none" and g.ndim > 0:
+        g = g.unsqueeze(1)          # (N, ...) -> (N, 1, ...) over classes
+    return m * g
+
+
+def _nll_loss(node, g):
+    logp, target, weight, _ = node.saved_tensors
+    grad = _nll_grad(g, logp, target, weight, node.reduction,
+                     node.ignore_index)
+    return grad, None, None, None, None
+
+
+def _logits_log_softmax(node, logp, dim):
+    """The fused cross-entropy's log-probabilities as a tensor whose
+    grad_fn is a LogSoftmax node on the logits' edge (the fused node keeps
+    them, not the logits)."""
+    from ..nn.functional import _LogSoftmax
+    ls = _LogSoftmax._node_cls()
+    ls.next_functions = (node.next_functions[0], (None, 0), (None, 0))
+    ls._metas = (node._metas[0], None, None)
+    ls.needs_input_grad = (True, False, False)
+    ls.dim = dim
+    ls.save_for_backward(logp)
+    ls._seq = node._seq
+    return _saved_output(ls, logp)
+
+
+def _cross_entropy(node, g):
+    target, weight, logp = node.saved_tensors[:3]
+    reduction, ignore_index, label_smoothing = node.args
+    if label_smoothing:
+        raise NotImplementedError(
+            f"{node.name()}: create_graph=True (higher-order gradients) "
+            "through cross_entropy with label_smoothing is not supported "
+            "by ampc; without it, it is")
+    g_logp = _nll_grad(g, logp, target, weight, reduction, ignore_index)
+    dim = 0 if logp.ndim == 1 else 1
+    y = _logits_log_softmax(node, logp, dim)
+    return (g_logp - y.exp() * g_logp.sum(dim, keepdim=True),
+            None, None, None, None, None)
+
+
 def _mse_loss(node, g):
     inp, target = node.saved_tensors
     diff = (inp - target) * 2
@@ -388,7 +452,9 @@ def _make_formulas():
         _views.Permute: _permute, _views.Expand: _expand,
         _views.GetItem: _getitem, IndexInto: _index_into,
         Matmul: _matmul, F._Linear: _linear, F._MseLoss: _mse_loss,
-        F._Relu: _relu, F._Conv2d: _conv2d,
+        F._Relu: _relu, F._Conv2d: _conv2d, F._Softmax: _softmax,
+        F._LogSoftmax: _log_softmax, F._NllLoss: _nll_loss,
+        F._CrossEntropy: _cross_entropy,
         ConvInputGrad: ConvInputGrad.backward,
         ConvWeightGrad: ConvWeightGrad.backward,
     }
