@@ -435,6 +435,7 @@ def _mse_loss(node, g):
 
 
 def _make_formulas():
+    from ..nn import _losses as L
     from ..nn import functional as F
     from ..tensor import Matmul
     return {
@@ -451,10 +452,10 @@ def _make_formulas():
         _views.Unsqueeze: _reshape, _views.Transpose: _transpose,
         _views.Permute: _permute, _views.Expand: _expand,
         _views.GetItem: _getitem, IndexInto: _index_into,
-        Matmul: _matmul, F._Linear: _linear, F._MseLoss: _mse_loss,
+        Matmul: _matmul, F._Linear: _linear, L._MseLoss: _mse_loss,
         F._Relu: _relu, F._Conv2d: _conv2d, F._Softmax: _softmax,
-        F._LogSoftmax: _log_softmax, F._NllLoss: _nll_loss,
-        F._CrossEntropy: _cross_entropy,
+        F._LogSoftmax: _log_softmax, L._NllLoss: _nll_loss,
+        L._CrossEntropy: _cross_entropy,
         ConvInputGrad: ConvInputGrad.backward,
         ConvWeightGrad: ConvWeightGrad.backward,
     }
