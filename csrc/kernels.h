@@ -336,6 +336,16 @@ typedef int (*ampc_max_pool2d_bwd_fn)(const ampc_pool2d_shape *s,
                                       ampc_dtype dt, const void *grad_out,
                                       const int64_t *idx, void *grad_in);
 
+/* x (planes, H, W), idx (planes, OH, OW) -> out (planes, OH, OW):
+ * out = x at each index (the adjoint of max_pool2d_bwd, for second
+ * derivatives); a relu_masked index gives 0.  Elements of es bytes are
+ * copied, so any dtype.  Reads only planes, h, w, oh, ow and relu_masked
+ * of s.  Returns an ampc_nn_status (an index outside its plane gives 0
+ * and AMPC_NN_BAD_INDEX). */
+typedef int (*ampc_max_pool2d_gather_fn)(const ampc_pool2d_shape *s,
+                                         size_t es, const void *x,
+                                         const int64_t *idx, void *out);
+
 /* x (outer, R, inner) of dtype xdt -> y of dtype ydt: softmax (log == 0) or
  * log_softmax (log == 1) over R >= 1, max-subtracted. */
 typedef void (*ampc_softmax_fwd_fn)(int log, ampc_dtype xdt, ampc_dtype ydt,

@@ -368,6 +368,11 @@ typedef int (*ampc_cuda_max_pool2d_bwd_fn)(const ampc_pool2d_shape *s,
                                            const void *grad_out,
                                            const int64_t *idx,
                                            void *grad_in);
+/* kernels.h ampc_max_pool2d_gather_fn on device memory; an index outside
+ * its plane gives 0 and is reported (ampc_nn_error). */
+typedef int (*ampc_cuda_max_pool2d_gather_fn)(const ampc_pool2d_shape *s,
+                                              size_t es, const void *x,
+                                              const int64_t *idx, void *out);
 /* kernels.h ampc_softmax_fwd_fn / ampc_softmax_bwd_fn on device memory */
 typedef int (*ampc_cuda_softmax_fwd_fn)(int log, ampc_dtype xdt,
                                         ampc_dtype ydt, int64_t outer,

@@ -377,6 +377,97 @@ done:
     return result;
 }
 
+/* max_pool2d_gather(input, indices, *, relu_masked=False): input (N, C, H,
+ * W) or (C, H, W) at the indices of a max_pool2d -> a tensor of the
+ * indices' shape: the adjoint of max_pool2d_backward, for second
+ * derivatives through the pooling. */
+static PyObject *
+op_max_pool2d_gather(PyObject *module, PyObject *args, PyObject *kwds)
+{
+    static char *kwlist[] = {"input", "indices", "relu_masked", NULL};
+    static const char *fn = "max_pool2d_gather";
+    PyObject *x_obj, *i_obj;
+    AmpcTensorObject *x, *ix;
+    int relu_masked = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OO|$p:max_pool2d_gather",
+                                     kwlist, &x_obj, &i_obj, &relu_masked) ||
+        (x = ampc_arg_tensor(fn, "input", x_obj)) == NULL ||
+        (ix = ampc_arg_tensor(fn, "indices", i_obj)) == NULL ||
+        ampc_arg_float(fn, "input", x) < 0 ||
+        ampc_nn_cuda_prologue(fn, 2, (AmpcTensorObject *[]){x, ix}) < 0) {
+        return NULL;
+    }
+    int nd = x->ndim;
+    if (ix->dtype != AMPC_INT64) {
+        PyErr_Format(PyExc_RuntimeError,
+                     "%s(): expected indices to have dtype int64, got %s", fn,
+                     ampc_dtype_name(ix->dtype));
+        return NULL;
+    }
+    int lead_ok = (nd == 3 || nd == 4) && ix->ndim == nd;
+    for (int d = 0; lead_ok && d < nd - 2; d++) {
+        lead_ok = x->shape[d] == ix->shape[d];
+    }
+    if (!lead_ok) {
+        char a[256], b[256];
+        ampc_format_shape(a, sizeof(a), nd, x->shape);
+        ampc_format_shape(b, sizeof(b), ix->ndim, ix->shape);
+        PyErr_Format(PyExc_RuntimeError,
+                     "%s(): input %s and indices %s must both be 3-D (C, "
+                     "H, W) or 4-D (N, C, H, W) with the same leading (N, "
+                     "C) dims",
+                     fn, a, b);
+        return NULL;
+    }
+    ampc_pool2d_shape s = {.h = x->shape[nd - 2], .w = x->shape[nd - 1],
+                           .oh = ix->shape[nd - 2], .ow = ix->shape[nd - 1],
+                           .relu_masked = relu_masked};
+    s.planes = nd == 4 ? x->shape[0] * x->shape[1] : x->shape[0];
+
+    PyObject *result = NULL;
+    size_t es = ampc_dtype_size[x->dtype];
+    AmpcTensorObject *xc = ampc_contiguous(x);
+    AmpcTensorObject *ic = xc == NULL ? NULL : ampc_contiguous(ix);
+    AmpcTensorObject *out = ic == NULL ? NULL
+                                       : ampc_tensor_empty(nd, ix->shape,
+                                                           x->dtype,
+                                                           x->device);
+    if (out == NULL) {
+        goto done;
+    }
+    int status = AMPC_NN_OK;
+    if (ampc_is_cuda(x)) {
+        /* a bad index is reported by the GPU, later (check_deferred) */
+        int rc = ampc_cuda.max_pool2d_gather(&s, es, xc->data,
+                                             (const int64_t *)ic->data,
+                                             out->data);
+        if (rc != 0) {
+            ampc_cuda_raise(fn, rc);
+            goto done;
+        }
+    }
+    else {
+        RUN_KERNEL(ampc_numel(out),
+                   status = ampc_cpu.max_pool2d_gather(
+                       &s, es, xc->data, (const int64_t *)ic->data,
+                       out->data));
+    }
+    if (status != AMPC_NN_OK) {
+        PyErr_Format(PyExc_IndexError,
+                     "%s(): indices must lie in [0, %lld), the H*W elements "
+                     "of an input plane; found one outside",
+                     fn, (long long)(s.h * s.w));
+    }
+    else {
+        result = Py_NewRef(out);
+    }
+done:
+    Py_XDECREF(xc);
+    Py_XDECREF(ic);
+    Py_XDECREF(out);
+    return result;
+}
+
 // ----------------------------------------------------------------------------
 
 #define KW(f) (PyCFunction)(void (*)(void))(f), METH_VARARGS | METH_KEYWORDS
@@ -392,5 +483,9 @@ PyMethodDef ampc_nn_pool_methods[] = {
      "max_pool2d_backward(grad_output, indices, input_shape, kernel_size="
      "None, stride=None, padding=None, dilation=None, *, relu_masked=False)"
      " -> grad_input"},
+    {"max_pool2d_gather", KW(op_max_pool2d_gather),
+     "max_pool2d_gather(input, indices, *, relu_masked=False) -> input at "
+     "the indices of a max_pool2d (0 at a relu_masked one): the adjoint of "
+     "max_pool2d_backward"},
     {NULL},
 };

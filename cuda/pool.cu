@@ -256,3 +256,61 @@ ampc_max_pool2d_bwd_cuda(const ampc_pool2d_shape *s, ampc_dtype dt,
     }
     return rc;
 }
+
+// ----------------------------------------------------------------------------
+// the gather at the indices (second derivatives)
+
+/* out[o] = x[plane(o), idx[o]] for every output o, elements of type T (the
+ * dtype's bits: nothing is computed); a relu_masked index gives 0, one
+ * outside its plane gives 0 and is reported. */
+template <typename T>
+__global__ void
+max_pool2d_gather_kernel(ampc_pool2d_shape s, const T *x, const int64_t *idx,
+                         T *out, ampc_nn_error *err)
+{
+    int64_t hw = s.h * s.w, ohw = s.oh * s.ow, total = s.planes * ohw;
+    for (int64_t o = nn_tid(); o < total; o += nn_nthreads()) {
+        int64_t at = idx[o];
+        if ((uint64_t)at < (uint64_t)hw) {
+            out[o] = x[(o / ohw) * hw + at];
+            continue;
+        }
+        out[o] = T(0);
+        if (!ampc_pool_masked_ok(at, hw, s.relu_masked)) {
+            nn_report(err, at, hw, AMPC_NN_ERR_POOL_INDEX);
+        }
+    }
+}
+
+extern "C" int
+ampc_max_pool2d_gather_cuda(const ampc_pool2d_shape *s, size_t es,
+                            const void *x, const int64_t *idx, void *out)
+{
+    int64_t n = s->planes * s->oh * s->ow;
+    if (n <= 0) {
+        return 0;
+    }
+    ampc_nn_error *err;
+    int rc = ampc_nn_error_device(&err);
+    if (rc != 0) {
+        return rc;
+    }
+    cudaStream_t st = ampc_cuda_stream();
+    unsigned blocks = nn_blocks(n, AMPC_NN_THREADS);
+    if (es == 4) {
+        max_pool2d_gather_kernel<uint32_t><<<blocks, AMPC_NN_THREADS, 0, st>>>(
+            *s, (const uint32_t *)x, idx, (uint32_t *)out, err);
+    }
+    else if (es == 2) {
+        max_pool2d_gather_kernel<uint16_t><<<blocks, AMPC_NN_THREADS, 0, st>>>(
+            *s, (const uint16_t *)x, idx, (uint16_t *)out, err);
+    }
+    else {
+        ampc_cuda_record_error(__FILE__, __LINE__,
+                               "max_pool2d_gather: element size",
+                               (int)cudaErrorInvalidValue);
+        return (int)cudaErrorInvalidValue;
+    }
+    AMPC_CUDA_CHECK_LAUNCH();
+    return 0;
+}

@@ -301,15 +301,88 @@ def test_gradient_penalty_on_a_strided_conv_classifier_matches_torch():
         np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
 
 
+@pytest.mark.parametrize("pool", [(2, 2, 0), (3, 2, 1), ((2, 3), 1, 0)])
+def test_max_pool2d_second_derivatives(pool):
+    """Through max_pool2d's scatter to the indices and the gather back
+    (_C.max_pool2d_gather), each the other's gradient.  The values are
+    spread so that no window's maximum changes within the differences."""
+    k, st, pad = pool
+    rng = np.random.default_rng(k if isinstance(k, int) else 7)
+    x = (rng.permutation(2 * 3 * 7 * 6).reshape(2, 3, 7, 6) * 0.1 - 12
+         ).astype(np.float32)
+    y = rng.uniform(-1.0, 1.0, (2, 3, 7, 6)).astype(np.float32)
+    v = rng.uniform(-1.0, 1.0, x.shape).astype(np.float32)
+
+    def f(lib, a, b):
+        return (F(lib).max_pool2d(a * a * b, k, st, pad) ** 2).sum()
+    hx, hy = hvp(ampc, f, x, y, v)
+    eps = 1e-3
+    plus, minus = first_grads(f, x + eps * v, y), first_grads(f, x - eps * v,
+                                                               y)
+    for h, i in ((hx, 2), (hy, 3)):
+        fd = (to64(plus[i]) - to64(minus[i])) / (2 * eps)
+        np.testing.assert_allclose(h, fd, rtol=2e-2,
+                                   atol=2e-2 * np.abs(fd).max())
+    torch = torch_or_skip()
+    tx, ty = hvp(torch, f, x, y, v)
+    np.testing.assert_allclose(hx, tx, rtol=1e-4, atol=1e-5 * np.abs(tx).max())
+    np.testing.assert_allclose(hy, ty, rtol=1e-4, atol=1e-5 * np.abs(ty).max())
+
+
+def lab_cnn(lib, params, x, labels, fused):
+    """The lab's SimpleCNN shape in small: conv-relu-pool twice, then two
+    linear layers; fused: ampc's Sequential folds each conv-relu-pool."""
+    Fl = F(lib)
+    h = lib.tensor(x)
+    for i in (0, 2):
+        if fused:
+            conv = ampc.nn.Conv2d(*params[i].shape[1::-1], 3, padding=1)
+            conv.weight, conv.bias = params[i], params[i + 1]
+            h = ampc.nn.Sequential(conv, ampc.nn.ReLU(),
+                                   ampc.nn.MaxPool2d(2))(h)
+        else:
+            h = Fl.max_pool2d(Fl.relu(Fl.conv2d(h, params[i], params[i + 1],
+                                                padding=1)), 2)
+    h = Fl.relu(Fl.linear(h.flatten(1), params[4], params[5]))
+    return Fl.cross_entropy(Fl.linear(h, params[6], params[7]),
+                            lib.tensor(labels))
+
+
+@pytest.mark.parametrize("fused", [False, True])
+def test_gradient_penalty_on_the_lab_cnn_matches_torch(fused):
+    """PyTorch's AMP gradient-penalty recipe on the lab's model (with
+    Sequential's conv+ReLU+pool fold, or the layers one by one): the
+    parameters' gradients after the penalised backward, against torch."""
+    torch = torch_or_skip()
+    rng = np.random.default_rng(11)
+    x = rng.standard_normal((3, 3, 8, 8)).astype(np.float32)
+    shapes = [(4, 3, 3, 3), (4,), (6, 4, 3, 3), (6,), (10, 24), (10,),
+              (5, 10), (5,)]
+    values = [rng.standard_normal(s).astype(np.float32) * 0.4
+              for s in shapes]
+
+    def run(lib):
+        params = [(ampc.nn.Parameter(ampc.tensor(v)) if lib is ampc else
+                   lib.tensor(v, requires_grad=True)) for v in values]
+        loss = lab_cnn(lib, params, x, [1, 4, 0], fused and lib is ampc)
+        grads = lib.autograd.grad(loss, params, create_graph=True)
+        penalty = sum(g.pow(2).sum() for g in grads).sqrt()
+        (loss + penalty).backward()
+        return [to64(p.grad.detach()) for p in params]
+
+    for a, b in zip(run(ampc), run(torch)):
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
+
+
 def test_ops_without_a_differentiable_backward_say_so():
     x = ampc.randn(1, 2, 4, 4, requires_grad=True)
-    loss = F(ampc).max_pool2d(x, 2).sum()
+    loss = F(ampc).dropout(x, 0.5).sum()
     with pytest.raises(NotImplementedError,
-                       match=r"MaxPool2DWithIndicesBackward0: ampc has "
+                       match=r"DropoutBackward0: ampc has "
                        r"no differentiable backward for this op, so "
-                       r"create_graph=True .* conv2d \(with a fused ReLU; "
-                       r"not with a fused max-pool\), softmax, log_softmax, "
-                       r"nll_loss, cross_entropy and mse_loss"):
+                       r"create_graph=True .* conv2d \(with a fused ReLU "
+                       r"and max-pool too\), max_pool2d, softmax, "
+                       r"log_softmax, nll_loss, cross_entropy and mse_loss"):
         ampc.autograd.grad(loss, x, create_graph=True)
     # the plain backward of the same graph still works
     assert ampc.autograd.grad(loss, x)[0].shape == x.shape

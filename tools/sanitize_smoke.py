@@ -81,6 +81,10 @@ def nn_ops(dev):
         x = ampc.randn(3, 5, 9, 11, device=dev).to(dt).requires_grad_()
         y = F.max_pool2d(F.relu(x), 3, stride=2, padding=1, ceil_mode=True)
         y.sum().backward()
+        # second derivatives: the pooling's gather (max_pool2d_gather)
+        g, = ampc.autograd.grad((F.max_pool2d(x, 2) ** 2).float().sum(), x,
+                                create_graph=True)
+        ampc.autograd.grad(g.float().pow(2).sum(), x)
         z = ampc.randn(6, 10, device=dev).to(dt).requires_grad_()
         t = ampc.tensor([0, 3, 9, 1, 5, 2], device=dev)
         w = ampc.rand(10, device=dev).to(dt)

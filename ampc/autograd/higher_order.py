@@ -51,8 +51,8 @@ def graph_backward(node, g):
         "exp log abs relu clamp maximum minimum), casts and device moves, "
         "sum, mean, cat, stack, views (reshape, view, flatten, transpose, "
         "permute, expand, squeeze, unsqueeze, contiguous, basic indexing), "
-        "matmul, linear, conv2d (with a fused ReLU; not with a fused "
-        "max-pool), softmax, log_softmax, nll_loss, cross_entropy and "
+        "matmul, linear, conv2d (with a fused ReLU and max-pool too), "
+        "max_pool2d, softmax, log_softmax, nll_loss, cross_entropy and "
         "mse_loss")
 
 
@@ -359,6 +359,69 @@ def _conv2d(node, g):
     return gx, gw, gb, None, None, None, None, None
 
 
+# -- max_pool2d: its input gradient scatters to the indices; that scatter
+# and the gather at the indices are each other's gradients
+
+
+class PoolScatter(Function):
+    """max_pool2d's input gradient: g (.., OH, OW) added at the indices
+    into in_shape (.., H, W); geometry is (kernel_size, stride, padding
+    [, dilation]) or () (it only speeds the CUDA kernel up)."""
+
+    @staticmethod
+    def forward(ctx, g, indices, in_shape, geometry, relu_masked):
+        ctx.relu_masked = relu_masked
+        ctx.geometry = geometry
+        ctx.save_for_backward(indices)
+        return _C.max_pool2d_backward(g, indices, in_shape, *geometry,
+                                      relu_masked=relu_masked)
+
+    @staticmethod
+    def backward(ctx, gg):
+        indices, = ctx.saved_tensors
+        return (PoolGather.apply(gg, indices, ctx.geometry, ctx.relu_masked),
+                None, None, None, None)
+
+
+class PoolGather(Function):
+    """x (.., H, W) at the indices of a max_pool2d (0 at a relu_masked
+    one)."""
+
+    @staticmethod
+    def forward(ctx, x, indices, geometry, relu_masked):
+        ctx.relu_masked = relu_masked
+        ctx.geometry = geometry
+        ctx.in_shape = tuple(x.shape)
+        ctx.save_for_backward(indices)
+        return _C.max_pool2d_gather(x, indices, relu_masked=relu_masked)
+
+    @staticmethod
+    def backward(ctx, gg):
+        indices, = ctx.saved_tensors
+        return (PoolScatter.apply(gg, indices, ctx.in_shape, ctx.geometry,
+                                  ctx.relu_masked), None, None, None)
+
+
+def _max_pool2d(node, g):
+    indices, = node.saved_tensors
+    return (PoolScatter.apply(g, indices, node.in_shape, node.geometry,
+                              False),) + (None,) * 5
+
+
+def _conv2d_relu_max_pool(node, g):
+    """The fold's gradient: the scatter (with the ReLU's mask in the
+    indices), then the convolution's gradients."""
+    x, weight, indices = node.saved_tensors
+    g = PoolScatter.apply(g, indices, node.out_shape, node.pool, True)
+    need_x, need_w, need_b = node.needs_input_grad[:3]
+    gx = ConvInputGrad.apply(g, weight, x, node.conv, node.groups) \
+        if need_x else None
+    gw = ConvWeightGrad.apply(x, g, weight, node.conv, node.groups) \
+        if need_w else None
+    gb = g.sum((0, 2, 3)) if need_b else None
+    return gx, gw, gb, None, None, None, None, None
+
+
 # -- softmax, log_softmax and the losses on them
 
 
@@ -458,4 +521,6 @@ def _make_formulas():
         L._CrossEntropy: _cross_entropy,
         ConvInputGrad: ConvInputGrad.backward,
         ConvWeightGrad: ConvWeightGrad.backward,
+        F._MaxPool2d: _max_pool2d, F._Conv2dReluMaxPool: _conv2d_relu_max_pool,
+        PoolScatter: PoolScatter.backward, PoolGather: PoolGather.backward,
     }

@@ -233,6 +233,8 @@ void ampc_max_pool2d_fwd_ref(const ampc_pool2d_shape *s, ampc_dtype dt,
 int ampc_max_pool2d_bwd_ref(const ampc_pool2d_shape *s, ampc_dtype dt,
                             const void *grad_out, const int64_t *idx,
                             void *grad_in);
+int ampc_max_pool2d_gather_ref(const ampc_pool2d_shape *s, size_t es,
+                               const void *x, const int64_t *idx, void *out);
 void ampc_softmax_fwd_ref(int log, ampc_dtype xdt, ampc_dtype ydt,
                           int64_t outer, int64_t r, int64_t inner,
                           const void *x, void *y);
