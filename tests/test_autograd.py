@@ -617,3 +617,25 @@ def test_low_precision_grads_vs_torch():
             g = a.grad
             res.append(to64(g) if m is ampc else g.double().numpy())
         np.testing.assert_array_equal(res[0], res[1])
+
+
+def test_grad_wrt_a_non_leaf_keeps_the_graph_below_it():
+    """autograd.grad(z, y) stops at y's node without running it, so its
+    saved tensors are not freed: a later backward through y works (as
+    PyTorch; e.g. Grad-CAM's gradient at a feature map, then the loss's
+    backward)."""
+    x = ampc.tensor([1.0, 2.0], requires_grad=True)
+    y = x.exp()
+    g, = ampc.autograd.grad((y * 2).sum(), y)
+    assert g.tolist() == [2.0, 2.0]
+    y.sum().backward()
+    np.testing.assert_allclose(x.grad.tolist(), np.exp([1.0, 2.0]),
+                               rtol=1e-6)
+    # backward(inputs=[y]) too
+    x.grad = None
+    y = x.exp()
+    (y * 3).sum().backward(inputs=[y])
+    assert y.grad.tolist() == [3.0, 3.0] and x.grad is None
+    y.sum().backward()
+    np.testing.assert_allclose(x.grad.tolist(), np.exp([1.0, 2.0]),
+                               rtol=1e-6)

@@ -152,6 +152,31 @@ def test_users_function_backward_runs_with_grad_mode_on():
     assert ampc.autograd.grad(g.sum(), x)[0].tolist() == [6.0, -12.0]
 
 
+def test_users_function_saved_output_is_differentiable():
+    """A saved output reaches the user's backward as an alias whose
+    grad_fn is the node (as PyTorch unpacks it): d/dx of g * exp(x)
+    through the saved exp(x), not a constant."""
+    class MyExp(ampc.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            out = x.exp()
+            ctx.save_for_backward(out)
+            return out
+
+        @staticmethod
+        def backward(ctx, g):
+            out, = ctx.saved_tensors
+            return g * out
+
+    x = ampc.tensor([0.0, 1.0], requires_grad=True)
+    y = MyExp.apply(x)
+    g, = ampc.autograd.grad((y * x).sum(), x, create_graph=True)
+    assert y.grad_fn._saved[0].grad_fn is None    # no alias kept: no cycle
+    h, = ampc.autograd.grad(g.sum(), x)   # d2/dx2 x e^x = (x + 2) e^x
+    np.testing.assert_allclose(to64(h), np.exp([0.0, 1.0]) * [2.0, 3.0],
+                               rtol=1e-6)
+
+
 CONV_CASES = {
     # f(lib, x, w): x (2, 4, 7, 6), w (6, 2, 3, 3), values in [0.5, 2)
     "groups_stride_pad": lambda lib, x, w: (F(lib).conv2d(

@@ -255,6 +255,24 @@ def test_always_call_after_a_failed_pre_hook_or_forward_hook():
     assert ran[1][1] == [4.0]            # forward gives 2, doubled
 
 
+def test_always_call_after_a_failed_pre_hook_sees_the_replaced_args():
+    """As PyTorch: a pre-hook that replaced the arguments before a later
+    one raised hands the replaced arguments to the always_call hooks."""
+    def boom(*a):
+        raise ValueError("hook failed")
+
+    m = Affine()
+    seen = []
+    m.register_forward_pre_hook(lambda mod, args: (args[0] * 0,))
+    m.register_forward_pre_hook(boom)
+    m.register_forward_hook(
+        lambda mod, args, out: seen.append(to64(args[0]).tolist()),
+        always_call=True)
+    with pytest.raises(ValueError, match="hook failed"):
+        m(ampc.ones(1))
+    assert seen == [[0.0]]
+
+
 def test_hooks_turn_the_sequential_fold_off_and_results_stay_the_same(rng):
     """A hooked Conv2d/ReLU/MaxPool2d is called one by one (its hooks
     run); the outputs and gradients are the folded run's bits."""

@@ -194,7 +194,11 @@ def _run_backward(roots, root_grads, retain_graph, capture=None,
                 else:
                     grads = node._apply(grad, capture)
                 owned.discard(node)
-                ran.append(node)
+                if capture is None or node not in capture.stops:
+                    # (a wanted input's node that stops the walk did not
+                    # run its backward: its saved tensors stay, as in
+                    # PyTorch, for a later backward through it)
+                    ran.append(node)
             else:
                 grads = ()
             metas = node._metas

@@ -174,6 +174,7 @@ class BackwardNode(Node):
     _root_ref = None        # view nodes: weak reference to the base
     _root_fn = None         # view nodes: the base's grad_fn back then
     _tensor_hooks = None    # the output tensor's register_hook hooks
+    _out_slots = ()         # where _saved holds the (detached) output
 
     def save_for_backward(self, *tensors):
         """Keep tensors for backward; an in-place change to any of them
@@ -396,11 +397,17 @@ def _attach(ctx, out, args):
     ctx._seq = next(_sequence)
     # A saved output would make a reference cycle (out -> node -> out):
     # keep a detached view instead; it shares the version counter.
+    # (its slots are kept: create_graph=True gives a user's backward an
+    # alias whose grad_fn is this node there, see higher_order.py)
     saved = ctx._saved
     if saved:
-        for i, t in enumerate(saved):
+        for t in saved:
             if t is out:
-                ctx._saved = saved[:i] + (out._detach(),) + saved[i + 1:]
+                slots = tuple(i for i, t in enumerate(saved) if t is out)
+                alias = out._detach()
+                ctx._saved = tuple(alias if i in slots else t
+                                   for i, t in enumerate(saved))
+                ctx._out_slots = slots
                 break
     out.requires_grad = True
     out.grad_fn = ctx

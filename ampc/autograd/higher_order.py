@@ -43,7 +43,7 @@ def graph_backward(node, g):
     if formula is not None:
         return formula(node, g)
     if not fn.__module__.startswith("ampc."):
-        return fn.backward(node, g)
+        return _user_backward(node, g)
     raise NotImplementedError(
         f"{node.name()}: ampc has no differentiable backward for this op, "
         "so create_graph=True (higher-order gradients) cannot go through "
@@ -64,6 +64,23 @@ def _saved_output(node, t):
     out.requires_grad = True
     out.grad_fn = node
     return out
+
+
+def _user_backward(node, g):
+    """A user's Function: its own backward (grad mode is on), with each
+    saved output seen as an alias whose grad_fn is the node, as PyTorch
+    unpacks a saved output, so that the second derivative flows through
+    it (without the alias it would be a constant: silently wrong)."""
+    slots = node._out_slots
+    if not slots:
+        return node._function.backward(node, g)
+    saved = node._saved
+    node._saved = tuple(_saved_output(node, t) if i in slots else t
+                        for i, t in enumerate(saved))
+    try:
+        return node._function.backward(node, g)
+    finally:
+        node._saved = saved     # (no cycle: the node keeps no alias)
 
 
 def _other(saved, scalar):

@@ -99,7 +99,9 @@ class ForwardHooks:
     register_full_backward_pre_hook = register_full_backward_hook
 
 
-def _run_pre_hooks(module, hooks, args, kwargs):
+def _run_pre_hooks(module, hooks, args, kwargs, ran):
+    """The pre-hooks in order; ``ran.args`` / ``ran.kwargs`` follow the
+    arguments as each hook replaces them."""
     for hook_id, hook in tuple(hooks.pre.items()):
         if hook_id in hooks.with_kwargs:
             result = hook(module, args, kwargs)
@@ -113,6 +115,7 @@ def _run_pre_hooks(module, hooks, args, kwargs):
             result = hook(module, args)
             if result is not None:
                 args = result if isinstance(result, tuple) else (result,)
+        ran.args, ran.kwargs = args, kwargs
     return args, kwargs
 
 
@@ -133,10 +136,15 @@ def _run_post_hooks(module, hooks, args, kwargs, output, ran):
 
 
 class _Ran(set):
-    """The ``always_call`` hooks already run, and the output so far (None
-    until ``forward`` returns)."""
+    """The ``always_call`` hooks already run, the arguments as the
+    pre-hooks have left them so far, and the output so far (None until
+    ``forward`` returns)."""
 
     output = None
+
+    def __init__(self, args, kwargs):
+        super().__init__()
+        self.args, self.kwargs = args, kwargs
 
 
 def _run_always_call_hooks(module, hooks, args, kwargs, ran):
@@ -167,12 +175,13 @@ def call_with_hooks(module, args, kwargs):
     """``module(*args, **kwargs)`` with its forward hooks around
     ``forward``."""
     hooks = module._hooks
-    ran = _Ran()
+    ran = _Ran(args, kwargs)
     try:
-        args, kwargs = _run_pre_hooks(module, hooks, args, kwargs)
+        args, kwargs = _run_pre_hooks(module, hooks, args, kwargs, ran)
         ran.output = module.forward(*args, **kwargs)
         return _run_post_hooks(module, hooks, args, kwargs, ran.output, ran)
     except Exception:
         if hooks.always_call:
-            _run_always_call_hooks(module, hooks, args, kwargs, ran)
+            # (PyTorch's: the arguments as far as the pre-hooks got)
+            _run_always_call_hooks(module, hooks, ran.args, ran.kwargs, ran)
         raise
