@@ -5,9 +5,11 @@
  *
  * The state (per device type: enabled and dtype; cache_enabled; nesting) is
  * an immutable snapshot held in a context variable, as _decimal keeps its
- * context: __enter__ sets a new snapshot and keeps the token, __exit__
- * resets it.  Nesting, exceptions and threads (a new thread starts from the
- * default) then work without further code.  The op policy that reads
+ * context: __enter__ sets a new snapshot and keeps the one before, __exit__
+ * sets a copy of the current one with its device's values (and the cache
+ * flag) put back and the nesting count one lower, as PyTorch's __exit__
+ * does.  Exceptions and threads (a new thread starts from the default)
+ * then work without further code.  The op policy that reads
  * this state at every op's entry is in autocast_policy.c.
  */
 #include "autocast.h"
@@ -22,7 +24,8 @@ typedef struct {
     ampc_dtype fast_dtype;
     char enabled;
     char cache_enabled;
-    PyObject *tokens;           /* list: a stack, so re-entrant use works */
+    PyObject *tokens;           /* list: the states before each __enter__,
+                                 * a stack, so re-entrant use works */
 } AmpcAutocastObject;
 
 typedef struct {
@@ -265,21 +268,23 @@ autocast_do_enter(AmpcAutocastObject *self)
         return -1;
     }
     AutocastState *next = ampc_autocast_copy_state(st);
-    Py_DECREF(st);
     if (next == NULL) {
+        Py_DECREF(st);
         return -1;
     }
     next->enabled[self->device] = self->enabled;
     next->dtype[self->device] = self->fast_dtype;
     next->cache_enabled = self->cache_enabled;
     next->nesting++;
-    PyObject *token = PyContextVar_Set(state_var, (PyObject *)next);
-    Py_DECREF(next);
-    if (token == NULL) {
-        return -1;
+    /* the state before, whose values for this device __exit__ puts back */
+    int rc = PyList_Append(self->tokens, (PyObject *)st);
+    Py_DECREF(st);
+    if (rc == 0 && ampc_autocast_set_state(next) < 0) {
+        Py_ssize_t n = PyList_GET_SIZE(self->tokens);
+        (void)PyList_SetSlice(self->tokens, n - 1, n, NULL);
+        rc = -1;
     }
-    int rc = PyList_Append(self->tokens, token);
-    Py_DECREF(token);
+    Py_DECREF(next);
     return rc;
 }
 
@@ -293,25 +298,40 @@ autocast_do_exit(AmpcAutocastObject *self)
                         "__enter__()");
         return -1;
     }
-    PyObject *token = Py_NewRef(PyList_GET_ITEM(self->tokens, n - 1));
+    AutocastState *prev = (AutocastState *)Py_NewRef(
+        PyList_GET_ITEM(self->tokens, n - 1));
     if (PyList_SetSlice(self->tokens, n - 1, n, NULL) < 0) {
-        Py_DECREF(token);
+        Py_DECREF(prev);
         return -1;
     }
-    int rc = PyContextVar_Reset(state_var, token);
-    Py_DECREF(token);
+    /* PyTorch's __exit__: the nesting count goes down by one, and this
+     * device's enabled flag and dtype and the cache flag go back to their
+     * values at __enter__; what the state functions set inside for the
+     * other device, or the nesting count they moved, stays */
+    AutocastState *st = ampc_autocast_state();
+    AutocastState *next = st == NULL ? NULL : ampc_autocast_copy_state(st);
+    Py_XDECREF(st);
+    if (next == NULL) {
+        Py_DECREF(prev);
+        return -1;
+    }
+    next->enabled[self->device] = prev->enabled[self->device];
+    next->dtype[self->device] = prev->dtype[self->device];
+    next->cache_enabled = prev->cache_enabled;
+    Py_DECREF(prev);
+    if (next->nesting > 0) {
+        next->nesting--;
+    }
+    int outermost = next->nesting == 0;
+    int rc = ampc_autocast_set_state(next);
+    Py_DECREF(next);
     if (rc < 0) {
         return -1;
     }
     /* leaving the outermost context drops the weight-cast cache */
-    AutocastState *st = ampc_autocast_state();
-    if (st == NULL) {
-        return -1;
-    }
-    if (st->nesting == 0) {
+    if (outermost) {
         ampc_autocast_clear_cache();
     }
-    Py_DECREF(st);
     return 0;
 }
 

@@ -380,12 +380,16 @@ choose(cudnnHandle_t h, int dev, conv_dir dir, const ampc_conv2d_shape *s,
         return e->algo == NO_ALGO ? no_algo() : 0;
     }
     int count = 0, found = 0;
+    /* the search saw less workspace than it could have (memory was short
+     * at this call): "none fits" may not hold at the next one */
+    bool limited = false;
     if (o->benchmark) {
         /* NOTE: cudnnFind* waits for the GPU and cannot be captured in a
          * CUDA graph: run one eager step before capturing. */
         ampc_scratch ws;
         size_t size = 0;
         find_workspace(&ws, &size);
+        limited = size < DNN_FIND_WORKSPACE;
         if (dir == DIR_FWD) {
             cudnnConvolutionFwdAlgoPerf_t perf[DNN_MAX_ALGOS];
             AMPC_CUDNN_CHECK(cudnnFindConvolutionForwardAlgorithmEx(
@@ -433,8 +437,11 @@ choose(cudnnHandle_t h, int dev, conv_dir dir, const ampc_conv2d_shape *s,
         }
     }
     if (!found) {
-        /* remembered, so that the search is not run again at every call */
-        cache_store(key, algo_entry{NO_ALGO, CUDNN_DEFAULT_MATH, 0});
+        /* remembered, so that the search is not run again at every call;
+         * not when it only lacked memory now (the GEMM path for good) */
+        if (!limited) {
+            cache_store(key, algo_entry{NO_ALGO, CUDNN_DEFAULT_MATH, 0});
+        }
         return no_algo();
     }
     cache_store(key, *e);

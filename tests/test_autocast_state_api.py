@@ -142,3 +142,25 @@ def test_errors_name_the_function_and_argument(_restore_state):
             ampc.autocast_decrement_nesting()
         return ampc.is_autocast_enabled("cpu")
     assert _restore_state.run(run) is False
+
+
+def exit_keeps_what_was_set_inside(lib):
+    """PyTorch's __exit__ puts back its own device's flag and dtype and
+    the cache flag, and lowers the nesting count by one: another device's
+    flag and a nesting count set inside the region stay."""
+    seen = []
+    with lib.autocast("cpu", dtype=lib.bfloat16):
+        lib.set_autocast_enabled("cuda", True)
+        seen.append(lib.autocast_increment_nesting())
+    seen.append((lib.is_autocast_enabled("cuda"),
+                 lib.is_autocast_enabled("cpu")))
+    seen.append(lib.autocast_decrement_nesting())
+    lib.set_autocast_enabled("cuda", False)
+    return seen
+
+
+def test_exit_keeps_what_was_set_inside_as_torch(_restore_state):
+    got = _restore_state.run(exit_keeps_what_was_set_inside, ampc)
+    assert got == [2, (True, False), 0]
+    torch = torch_or_skip()
+    assert got == exit_keeps_what_was_set_inside(torch)
