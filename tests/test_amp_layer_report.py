@@ -94,6 +94,8 @@ def test_tuple_outputs_and_bad_steps():
     assert [(r.name, r.out_shape, r.dtype) for r in report.rows] == [
         ("conv", (2, 4, 8, 8), "float32"), ("pool", (2, 4, 4, 4), "float32")]
     assert report.rows[1].backward_ms > 0
+    with pytest.raises(ValueError, match="no floating tensor .* loss_fn"):
+        layer_report(nn.Flatten(), ampc.tensor([[1, 2]]), steps=1)
     for bad in (0, -1, 1.5):
         with pytest.raises(ValueError, match="steps must be a positive int"):
             layer_report(small_cnn(), ampc.randn(2, 3, 8, 8), steps=bad)

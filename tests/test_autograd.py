@@ -241,6 +241,13 @@ def test_selective_backward_runs_only_the_needed_nodes():
     assert _run_selective(torch) == _run_selective(ampc)
 
 
+def test_backward_inputs_must_require_grad():
+    x = ampc.ones(2, requires_grad=True)
+    with pytest.raises(RuntimeError, match=r"inputs\[1\] does not require "
+                       "grad"):
+        (x * 2).sum().backward(inputs=[x, ampc.ones(2)])
+
+
 def test_unneeded_branch_backward_never_runs():
     class Fails(ampc.autograd.Function):
         @staticmethod

@@ -80,6 +80,15 @@ def _first_float(value):
     return None
 
 
+def _default_loss(out):
+    t = _first_float(out)
+    if t is None:
+        raise ValueError(
+            "layer_report(): the model's output holds no floating tensor "
+            "to sum into a loss; pass loss_fn=")
+    return t.float().sum()
+
+
 def _alignment_notes(module, inputs, dtype, device_type):
     """What keeps a 16-bit GEMM layer off the tensor cores (dimensions not
     multiples of 8), or notes that it runs in float32."""
@@ -233,8 +242,7 @@ def layer_report(model, *inputs, dtype="auto", loss_fn=None, steps=5):
                              enabled=dtype is not None):
                 out = model(*inputs)
                 t_loss = now()
-                loss = loss_fn(out) if loss_fn else \
-                    _first_float(out).float().sum()
+                loss = loss_fn(out) if loss_fn else _default_loss(out)
             loss.backward()
             end = now()
             for p in model.parameters():

@@ -303,6 +303,12 @@ class _InputsOnly:
                 raise TypeError(
                     f"backward(): inputs[{i}] must be a Tensor, but got "
                     f"{type(t).__name__}")
+            if not t.requires_grad:
+                raise RuntimeError(
+                    f"backward(): inputs[{i}] does not require grad, so "
+                    "no gradient can be accumulated into it (PyTorch: "
+                    "can't retain_grad on Tensor that has "
+                    "requires_grad=False)")
             if t.grad_fn is None:
                 self.leaf_ids.add(id(t))
             else:

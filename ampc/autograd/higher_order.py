@@ -452,12 +452,14 @@ def _log_softmax(node, g):
     return g - y.exp() * g.sum(node.dim, keepdim=True), None, None
 
 
-def _nll_grad(g, logp, target, weight, reduction, ignore_index):
+def _nll_grad(g, logp, target, weight, reduction, ignore_index,
+              total_weight=None):
     """nll_loss's gradient for the incoming g: linear in g and constant in
     the log-probabilities (the loss is linear in them), so the constant
     part comes from the kernel and g multiplies it."""
-    total_weight = _C.nll_loss(logp, target, weight, reduction,
-                               ignore_index)[1]
+    if total_weight is None:        # (the fused cross-entropy keeps none)
+        total_weight = _C.nll_loss(logp, target, weight, reduction,
+                                   ignore_index)[1]
     ones = _C.full(tuple(g.shape), 1.0, g.dtype, _dev_str(g))
     m = _C.nll_loss_backward(ones, logp, target, weight, reduction,
                              ignore_index, total_weight)
@@ -467,9 +469,9 @@ def _nll_grad(g, logp, target, weight, reduction, ignore_index):
 
 
 def _nll_loss(node, g):
-    logp, target, weight, _ = node.saved_tensors
+    logp, target, weight, total_weight = node.saved_tensors
     grad = _nll_grad(g, logp, target, weight, node.reduction,
-                     node.ignore_index)
+                     node.ignore_index, total_weight)
     return grad, None, None, None, None
 
 
