@@ -79,6 +79,17 @@ def _check_root(i, t):
             "have a grad_fn")
 
 
+def _check_input(fn, i, t):
+    """inputs[i] of grad() or backward(inputs=): a tensor that requires
+    grad (no gradient could reach it otherwise)."""
+    if not isinstance(t, _TB):
+        raise TypeError(
+            f"{fn}(): inputs[{i}] must be a Tensor, but got "
+            f"{type(t).__name__}")
+    if not t.requires_grad:
+        raise RuntimeError(f"{fn}(): inputs[{i}] does not require grad")
+
+
 def _make_root_grad(i, t, g, create_graph=False):
     if g is None:
         if t.numel() != 1:
@@ -299,16 +310,7 @@ class _InputsOnly:
         self.leaf_ids = set()
         self.nodes = {}             # non-leaf input's grad_fn -> the input
         for i, t in enumerate(inputs):
-            if not isinstance(t, _TB):
-                raise TypeError(
-                    f"backward(): inputs[{i}] must be a Tensor, but got "
-                    f"{type(t).__name__}")
-            if not t.requires_grad:
-                raise RuntimeError(
-                    f"backward(): inputs[{i}] does not require grad, so "
-                    "no gradient can be accumulated into it (PyTorch: "
-                    "can't retain_grad on Tensor that has "
-                    "requires_grad=False)")
+            _check_input("backward", i, t)
             if t.grad_fn is None:
                 self.leaf_ids.add(id(t))
             else:
@@ -354,13 +356,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None,
     leaf_ids = {}
     slot = []
     for i, t in enumerate(inputs):
-        if not isinstance(t, _TB):
-            raise TypeError(
-                f"grad(): inputs[{i}] must be a Tensor, but got "
-                f"{type(t).__name__}")
-        if not t.requires_grad:
-            raise RuntimeError(
-                f"grad(): inputs[{i}] does not require grad")
+        _check_input("grad", i, t)
         if t.grad_fn is None:
             slot.append(leaf_ids.setdefault(id(t), i))
         else:
