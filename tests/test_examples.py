@@ -153,3 +153,19 @@ def test_script_runs_to_completion(lab_dir, script, start, end):
         assert "FutureWarning" in proc.stderr
         if not ampc.cuda.is_available():
             assert "CUDA is not available" in proc.stderr
+
+
+def test_gradient_penalty_example_runs():
+    """examples/gradient_penalty.py: PyTorch's AMP gradient-penalty recipe
+    (create_graph through the lab's CNN under a GradScaler) trains a few
+    steps with finite losses and norms."""
+    out = subprocess.run(
+        [sys.executable, os.path.join(EXAMPLES, "gradient_penalty.py"),
+         "--steps", "3", "--batch", "16"],
+        capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert out.returncode == 0, out.stderr
+    rows = re.findall(r"step +(\d+) +loss ([\d.]+) +grad norm ([\d.]+) +"
+                      r"scale (\d+)", out.stdout)
+    assert [r[0] for r in rows] == ["0", "2"]
+    assert all(0 < float(r[1]) < 10 and 0 < float(r[2]) < 1e3
+               for r in rows)
