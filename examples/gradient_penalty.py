@@ -1,9 +1,10 @@
 """PyTorch's AMP "gradient penalty" recipe on the lab's SimpleCNN: the
 gradients of the scaled loss, taken with create_graph=True, are unscaled by
 hand, their norm is added to the loss under autocast, and the penalised
-loss goes through the usual scale / backward / step / update.  Written for
-torch; only the import lines differ.  Trains on ampc's built-in
-FakeCIFAR10 (no download), a few steps:
+loss goes through the usual scale / backward / step / update.  The loop is
+written as for torch (``import ampc as torch``); the model is the lab's
+(ampc.lab.model) and the data ampc's built-in FakeCIFAR10 (no download).
+A few steps:
 
     python examples/gradient_penalty.py [--steps N] [--batch B]
 """
@@ -12,30 +13,8 @@ import argparse
 import ampc as torch
 import ampc.nn as nn
 import ampc.vision.transforms as transforms
+from ampc.lab.model import SimpleCNN
 from ampc.vision.datasets import FakeCIFAR10
-
-
-class SimpleCNN(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.features = nn.Sequential(
-            nn.Conv2d(3, 32, kernel_size=3, padding=1),
-            nn.ReLU(),
-            nn.MaxPool2d(kernel_size=2, stride=2),
-            nn.Conv2d(32, 64, kernel_size=3, padding=1),
-            nn.ReLU(),
-            nn.MaxPool2d(kernel_size=2, stride=2)
-        )
-        self.classifier = nn.Sequential(
-            nn.Linear(64 * 8 * 8, 512),
-            nn.ReLU(),
-            nn.Linear(512, 10)
-        )
-
-    def forward(self, x):
-        x = self.features(x)
-        x = torch.flatten(x, 1)
-        return self.classifier(x)
 
 
 def main():
