@@ -157,6 +157,51 @@ typedef void (*ampc_arange_fn)(ampc_dtype dt, int64_t n, void *out,
                                double start, double step);
 
 // ----------------------------------------------------------------------------
+// advanced indexing and nonzero (Python side: csrc/index_ops.c)
+
+/* A strided tensor t whose first k dims are indexed by k rows of n int64
+ * indices (idx, contiguous, each row in [-size, size): a negative one
+ * counts from the end), the other dims ("rest") taken whole, and a strided
+ * operand v of shape (n, rest...): gather reads t into v, put writes v into
+ * t.  Strides are in elements; the rest dims are merged where both t and v
+ * allow it, so a dense row is one run. */
+typedef struct {
+    int k;
+    int64_t n;
+    int64_t size[AMPC_MAX_DIMS];            /* t's indexed dims */
+    int64_t stride[AMPC_MAX_DIMS];          /* and their strides in t */
+    int nrest;
+    int64_t rest[AMPC_MAX_DIMS];            /* the rest dims' sizes */
+    int64_t t_rest_stride[AMPC_MAX_DIMS];
+    int64_t v_rest_stride[AMPC_MAX_DIMS];
+    int64_t v_stride;                       /* v's stride along n */
+    int64_t rest_numel;
+} ampc_index_geom;
+
+/* v[j, r] = t[idx[:, j], r], elements of es bytes (any dtype).  0, or -1
+ * when out of host memory. */
+typedef int (*ampc_index_gather_fn)(const ampc_index_geom *g, size_t es,
+                                     const void *t, const int64_t *idx,
+                                     void *v);
+
+/* t[idx[:, j], r] = v[j, r], or += when accumulate (dt float32 or int64
+ * then; an index met twice adds twice, in order of j).  Without
+ * accumulate, which of two writes to one element lands is unspecified.
+ * 0, or -1 when out of host memory. */
+typedef int (*ampc_index_put_fn)(const ampc_index_geom *g, ampc_dtype dt,
+                                  int accumulate, void *t,
+                                  const int64_t *idx, const void *v);
+
+/* The number of true elements of the n bools at mask. */
+typedef int64_t (*ampc_count_true_fn)(int64_t n, const uint8_t *mask);
+
+/* out (count, ndim) int64, count from count_true: the coordinates in a
+ * contiguous bool tensor of the given shape (n elements) of each of its true
+ * elements, in order.  0, or -1 when out of host memory. */
+typedef int (*ampc_nonzero_fn)(int ndim, const int64_t *shape, int64_t n,
+                               const uint8_t *mask, int64_t *out);
+
+// ----------------------------------------------------------------------------
 // AMP: the fused unscale-and-check, the scale update, the gradient norm
 // (csrc/cpu/*/amp.c; Python side in csrc/amp_ops.c and csrc/grad_scaler.c)
 

@@ -240,6 +240,28 @@ typedef int (*ampc_cuda_random_fn)(ampc_random_kind kind, ampc_dtype dt,
                                    const uint64_t *offset_base, double lo,
                                    double hi);
 
+/* kernels.h ampc_index_gather_fn / ampc_index_put_fn on device memory
+ * (cuda/index.cu).  An index outside [-size, size) is skipped (gather
+ * writes 0) and reported (ampc_nn_error); accumulation is atomic, so the
+ * order of the adds to one element is unspecified. */
+typedef int (*ampc_cuda_index_gather_fn)(const ampc_index_geom *g,
+                                         size_t es, const void *t,
+                                         const int64_t *idx, void *v);
+typedef int (*ampc_cuda_index_put_fn)(const ampc_index_geom *g,
+                                      ampc_dtype dt, int accumulate, void *t,
+                                      const int64_t *idx, const void *v);
+/* nonzero in two steps around the one host read of the count:
+ * nonzero_count splits the n bools at mask into tiles of AMPC_NONZERO_TILE
+ * and writes each tile's first output row to offsets[0, tiles) and the
+ * total to offsets[tiles] (device memory); nonzero then writes the
+ * coordinates (kernels.h ampc_nonzero_fn) from those offsets. */
+#define AMPC_NONZERO_TILE 4096
+typedef int (*ampc_cuda_nonzero_count_fn)(int64_t n, const uint8_t *mask,
+                                          int64_t *offsets);
+typedef int (*ampc_cuda_nonzero_fn)(int ndim, const int64_t *shape,
+                                    int64_t n, const uint8_t *mask,
+                                    const int64_t *offsets, int64_t *out);
+
 // ----------------------------------------------------------------------------
 // AMP: the fused multi-tensor unscale-and-check, the scale update, the
 // gradient norm and the clip coefficient (cuda/amp.cu; Python side in
@@ -329,7 +351,8 @@ typedef int (*ampc_cuda_clip_coef_fn)(const void *total_norm,
  * training step never waits for the GPU to validate its targets. */
 typedef enum {
     AMPC_NN_ERR_TARGET = 1,     /* a class target out of range */
-    AMPC_NN_ERR_POOL_INDEX = 2  /* a max_pool2d index outside its plane */
+    AMPC_NN_ERR_POOL_INDEX = 2, /* a max_pool2d index outside its plane */
+    AMPC_NN_ERR_INDEX = 3       /* an advanced index outside its dim */
 } ampc_nn_error_kind;
 
 typedef struct {

@@ -71,6 +71,13 @@ check_deferred(const char *fn)
                      "this one)",
                      fn, (long long)e->value, (long long)e->bound);
     }
+    else if (e->kind == AMPC_NN_ERR_INDEX) {
+        PyErr_Format(PyExc_IndexError,
+                     "%s(): index %lld is out of bounds for a dimension "
+                     "with size %lld (found on the GPU by an earlier "
+                     "indexing call, reported at this one)",
+                     fn, (long long)e->value, (long long)e->bound);
+    }
     else {
         PyErr_Format(PyExc_IndexError,
                      "%s(): indices must lie in [0, %lld), the H*W elements "

@@ -516,7 +516,8 @@ tensor_getitem(AmpcTensorObject *self, PyObject *index)
         else {
             PyErr_Format(PyExc_TypeError,
                          "ampc tensors support indexing with ints, slices, "
-                         "None and Ellipsis, not %.100s",
+                         "None, Ellipsis, and int64 or bool tensors, lists "
+                         "and arrays, not %.100s",
                          Py_TYPE(it)->tp_name);
             goto error;
         }

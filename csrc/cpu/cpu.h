@@ -128,6 +128,14 @@ void ampc_random_avx512(ampc_random_kind kind, ampc_dtype dt, int64_t n,
 /* Only ref implements these; no SIMD level overrides them. */
 void ampc_arange_ref(ampc_dtype dt, int64_t n, void *out, double start,
                      double step);
+int ampc_index_gather_ref(const ampc_index_geom *g, size_t es, const void *t,
+                          const int64_t *idx, void *v);
+int ampc_index_put_ref(const ampc_index_geom *g, ampc_dtype dt,
+                       int accumulate, void *t, const int64_t *idx,
+                       const void *v);
+int64_t ampc_count_true_ref(int64_t n, const uint8_t *mask);
+int ampc_nonzero_ref(int ndim, const int64_t *shape, int64_t n,
+                     const uint8_t *mask, int64_t *out);
 
 // ----------------------------------------------------------------------------
 // AMP parts

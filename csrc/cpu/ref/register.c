@@ -13,6 +13,10 @@ ampc_register_cpu_ref(ampc_kernel_table *t, const char **variant)
     t->reduce = ampc_reduce_ref;
     t->random = ampc_random_ref;
     t->arange = ampc_arange_ref;
+    t->index_gather = ampc_index_gather_ref;
+    t->index_put = ampc_index_put_ref;
+    t->count_true = ampc_count_true_ref;
+    t->nonzero = ampc_nonzero_ref;
     t->amp_unscale = ampc_amp_unscale_ref;
     t->amp_update_scale = ampc_amp_update_scale_ref;
     t->grad_norm = ampc_grad_norm_ref;

@@ -1,0 +1,323 @@
+/* index.cu - advanced indexing (gather and put at rows of int64 indices)
+ * and nonzero on the GPU; csrc/cpu/ref/index.c is the CPU version.  The
+ * shapes are kernels.h's ampc_index_geom; bad indices go to the deferred
+ * error report (kernels_cuda.h ampc_nn_error), so no launch waits.
+ */
+#include "nn_common.cuh"
+
+#define NONZERO_THREADS 256         /* a round is one element per thread */
+#define NONZERO_WARPS (NONZERO_THREADS / 32)
+#define NONZERO_SCAN_THREADS 1024
+
+// ----------------------------------------------------------------------------
+// CUDA kernels: gather and put
+
+/* The offsets in t and v of element e of the (n, rest...) iteration; false
+ * (reported, *to unset) when its index tuple is out of range. */
+__device__ __forceinline__ bool
+index_offsets(const ampc_index_geom &g, const int64_t *idx, int64_t e,
+              int64_t *to, int64_t *vo, ampc_nn_error *err)
+{
+    int64_t j = e / g.rest_numel, r = e - j * g.rest_numel;
+    int64_t t_off = 0, v_off = j * g.v_stride;
+    for (int d = g.nrest - 1; d >= 0; d--) {
+        int64_t c = r % g.rest[d];
+        r /= g.rest[d];
+        t_off += c * g.t_rest_stride[d];
+        v_off += c * g.v_rest_stride[d];
+    }
+    *vo = v_off;
+    for (int d = 0; d < g.k; d++) {
+        int64_t i = idx[d * g.n + j];
+        int64_t w = i < 0 ? i + g.size[d] : i;
+        if ((uint64_t)w >= (uint64_t)g.size[d]) {
+            nn_report(err, i, g.size[d], AMPC_NN_ERR_INDEX);
+            return false;
+        }
+        t_off += w * g.stride[d];
+    }
+    *to = t_off;
+    return true;
+}
+
+/* T: an unsigned integer of the element's size (the bits are copied) */
+template <typename T>
+__global__ void
+index_gather_kernel(ampc_index_geom g, const T *t, const int64_t *idx, T *v,
+                    ampc_nn_error *err)
+{
+    int64_t total = g.n * g.rest_numel;
+    for (int64_t e = nn_tid(); e < total; e += nn_nthreads()) {
+        int64_t to, vo;
+        bool ok = index_offsets(g, idx, e, &to, &vo, err);
+        v[vo] = ok ? t[to] : T(0);
+    }
+}
+
+template <typename T>
+__global__ void
+index_put_kernel(ampc_index_geom g, T *t, const int64_t *idx, const T *v,
+                 ampc_nn_error *err)
+{
+    int64_t total = g.n * g.rest_numel;
+    for (int64_t e = nn_tid(); e < total; e += nn_nthreads()) {
+        int64_t to, vo;
+        if (index_offsets(g, idx, e, &to, &vo, err)) {
+            t[to] = v[vo];
+        }
+    }
+}
+
+/* T float or unsigned long long (int64 adds wrap, as two's complement) */
+template <typename T>
+__global__ void
+index_add_kernel(ampc_index_geom g, T *t, const int64_t *idx, const T *v,
+                 ampc_nn_error *err)
+{
+    int64_t total = g.n * g.rest_numel;
+    for (int64_t e = nn_tid(); e < total; e += nn_nthreads()) {
+        int64_t to, vo;
+        if (index_offsets(g, idx, e, &to, &vo, err)) {
+            atomicAdd(t + to, v[vo]);
+        }
+    }
+}
+
+// ----------------------------------------------------------------------------
+// CUDA kernels: nonzero
+
+/* offsets[b] = the number of true bools in tile b */
+__global__ void
+nonzero_count_kernel(int64_t n, const uint8_t *mask, int64_t *offsets)
+{
+    __shared__ int64_t part[NONZERO_WARPS];
+    int64_t lo = (int64_t)blockIdx.x * AMPC_NONZERO_TILE;
+    int64_t hi = min(lo + AMPC_NONZERO_TILE, n);
+    int c = 0;
+    for (int64_t i = lo + threadIdx.x; i < hi; i += blockDim.x) {
+        c += mask[i] != 0;
+    }
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) {
+        c += __shfl_xor_sync(0xffffffffu, c, o);
+    }
+    if ((threadIdx.x & 31) == 0) {
+        part[threadIdx.x >> 5] = c;
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        int64_t s = 0;
+        for (int w = 0; w < NONZERO_WARPS; w++) {
+            s += part[w];
+        }
+        offsets[blockIdx.x] = s;
+    }
+}
+
+/* One block: offsets[0, tiles) from counts to exclusive prefix sums, and
+ * the total into offsets[tiles].  Each thread sums a segment in order,
+ * thread 0 scans the segment sums, each thread rewrites its segment. */
+__global__ void
+nonzero_scan_kernel(int64_t tiles, int64_t *offsets)
+{
+    __shared__ int64_t seg[NONZERO_SCAN_THREADS];
+    int64_t per = CEIL_DIV(tiles, (int64_t)blockDim.x);
+    int64_t lo = threadIdx.x * per, hi = min(lo + per, tiles);
+    int64_t s = 0;
+    for (int64_t i = lo; i < hi; i++) {
+        s += offsets[i];
+    }
+    seg[threadIdx.x] = s;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        int64_t run = 0;
+        for (int t = 0; t < (int)blockDim.x; t++) {
+            int64_t c = seg[t];
+            seg[t] = run;
+            run += c;
+        }
+        offsets[tiles] = run;
+    }
+    __syncthreads();
+    int64_t run = seg[threadIdx.x];
+    for (int64_t i = lo; i < hi; i++) {
+        int64_t c = offsets[i];
+        offsets[i] = run;
+        run += c;
+    }
+}
+
+typedef struct {
+    int ndim;
+    int64_t shape[AMPC_MAX_DIMS];
+} nonzero_shape;
+
+/* Tile b from output row offsets[b] on, in rounds of one element per
+ * thread; a warp ballot and the warps' counts order the writes. */
+__global__ void
+nonzero_write_kernel(nonzero_shape s, int64_t n, const uint8_t *mask,
+                     const int64_t *offsets, int64_t *out)
+{
+    __shared__ int counts[NONZERO_WARPS];
+    int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    int64_t lo = (int64_t)blockIdx.x * AMPC_NONZERO_TILE;
+    int64_t hi = min(lo + AMPC_NONZERO_TILE, n);
+    int64_t row = offsets[blockIdx.x];
+    for (int64_t base = lo; base < hi; base += NONZERO_THREADS) {
+        int64_t i = base + threadIdx.x;
+        bool flag = i < hi && mask[i] != 0;
+        unsigned ballot = __ballot_sync(0xffffffffu, flag);
+        if (lane == 0) {
+            counts[warp] = __popc(ballot);
+        }
+        __syncthreads();
+        int before = 0, round = 0;
+        for (int w = 0; w < NONZERO_WARPS; w++) {
+            before += w < warp ? counts[w] : 0;
+            round += counts[w];
+        }
+        if (flag) {
+            int64_t r = row + before + __popc(ballot & ((1u << lane) - 1u));
+            int64_t f = i;
+            for (int d = s.ndim - 1; d >= 0; d--) {
+                out[r * s.ndim + d] = f % s.shape[d];
+                f /= s.shape[d];
+            }
+        }
+        row += round;
+        __syncthreads();            /* counts[] is rewritten next round */
+    }
+}
+
+// ----------------------------------------------------------------------------
+// kernel launchers
+
+#define INDEX_LAUNCH(KERNEL, T, tp, vp)                                     \
+    KERNEL<T><<<blocks, AMPC_NN_THREADS, 0, st>>>(*g, (tp), idx, (vp), err)
+
+/* t (k indexed dims, rest...), idx (k, n), v (n, rest...) */
+extern "C" int
+ampc_index_gather_cuda(const ampc_index_geom *g, size_t es, const void *t,
+                       const int64_t *idx, void *v)
+{
+    int64_t total = g->n * g->rest_numel;
+    if (total <= 0) {
+        return 0;
+    }
+    ampc_nn_error *err;
+    int rc = ampc_nn_error_device(&err);
+    if (rc != 0) {
+        return rc;
+    }
+    cudaStream_t st = ampc_cuda_stream();
+    unsigned blocks = nn_blocks(total, AMPC_NN_THREADS);
+    switch (es) {
+    case 1:
+        INDEX_LAUNCH(index_gather_kernel, uint8_t, (const uint8_t *)t,
+                     (uint8_t *)v);
+        break;
+    case 2:
+        INDEX_LAUNCH(index_gather_kernel, uint16_t, (const uint16_t *)t,
+                     (uint16_t *)v);
+        break;
+    case 4:
+        INDEX_LAUNCH(index_gather_kernel, uint32_t, (const uint32_t *)t,
+                     (uint32_t *)v);
+        break;
+    case 8:
+        INDEX_LAUNCH(index_gather_kernel, uint64_t, (const uint64_t *)t,
+                     (uint64_t *)v);
+        break;
+    default:
+        ampc_cuda_record_error(__FILE__, __LINE__,
+                               "index_gather: element size",
+                               (int)cudaErrorInvalidValue);
+        return (int)cudaErrorInvalidValue;
+    }
+    AMPC_CUDA_CHECK_LAUNCH();
+    return 0;
+}
+
+/* t (k indexed dims, rest...), idx (k, n), v (n, rest...) */
+extern "C" int
+ampc_index_put_cuda(const ampc_index_geom *g, ampc_dtype dt, int accumulate,
+                    void *t, const int64_t *idx, const void *v)
+{
+    int64_t total = g->n * g->rest_numel;
+    if (total <= 0) {
+        return 0;
+    }
+    ampc_nn_error *err;
+    int rc = ampc_nn_error_device(&err);
+    if (rc != 0) {
+        return rc;
+    }
+    cudaStream_t st = ampc_cuda_stream();
+    unsigned blocks = nn_blocks(total, AMPC_NN_THREADS);
+    size_t es = ampc_dtype_size[dt];
+    if (accumulate && dt == AMPC_FLOAT32) {
+        INDEX_LAUNCH(index_add_kernel, float, (float *)t, (const float *)v);
+    }
+    else if (accumulate && dt == AMPC_INT64) {
+        typedef unsigned long long u64;
+        INDEX_LAUNCH(index_add_kernel, u64, (u64 *)t, (const u64 *)v);
+    }
+    else if (!accumulate && es == 1) {
+        INDEX_LAUNCH(index_put_kernel, uint8_t, (uint8_t *)t,
+                     (const uint8_t *)v);
+    }
+    else if (!accumulate && es == 2) {
+        INDEX_LAUNCH(index_put_kernel, uint16_t, (uint16_t *)t,
+                     (const uint16_t *)v);
+    }
+    else if (!accumulate && es == 4) {
+        INDEX_LAUNCH(index_put_kernel, uint32_t, (uint32_t *)t,
+                     (const uint32_t *)v);
+    }
+    else if (!accumulate && es == 8) {
+        INDEX_LAUNCH(index_put_kernel, uint64_t, (uint64_t *)t,
+                     (const uint64_t *)v);
+    }
+    else {
+        ampc_cuda_record_error(__FILE__, __LINE__, "index_put: dtype",
+                               (int)cudaErrorInvalidValue);
+        return (int)cudaErrorInvalidValue;
+    }
+    AMPC_CUDA_CHECK_LAUNCH();
+    return 0;
+}
+
+/* mask (n) bools -> offsets (tiles + 1), tiles = ceil(n / TILE) */
+extern "C" int
+ampc_nonzero_count_cuda(int64_t n, const uint8_t *mask, int64_t *offsets)
+{
+    int64_t tiles = CEIL_DIV(n, (int64_t)AMPC_NONZERO_TILE);
+    cudaStream_t st = ampc_cuda_stream();
+    if (tiles > 0) {
+        nonzero_count_kernel<<<(unsigned)tiles, NONZERO_THREADS, 0, st>>>(
+            n, mask, offsets);
+        AMPC_CUDA_CHECK_LAUNCH();
+    }
+    nonzero_scan_kernel<<<1, NONZERO_SCAN_THREADS, 0, st>>>(tiles, offsets);
+    AMPC_CUDA_CHECK_LAUNCH();
+    return 0;
+}
+
+/* mask (n) bools of a contiguous tensor of `shape` -> out (count, ndim) */
+extern "C" int
+ampc_nonzero_cuda(int ndim, const int64_t *shape, int64_t n,
+                  const uint8_t *mask, const int64_t *offsets, int64_t *out)
+{
+    int64_t tiles = CEIL_DIV(n, (int64_t)AMPC_NONZERO_TILE);
+    if (tiles == 0 || ndim == 0) {
+        return 0;
+    }
+    nonzero_shape s = {ndim, {0}};
+    for (int d = 0; d < ndim; d++) {
+        s.shape[d] = shape[d];
+    }
+    nonzero_write_kernel<<<(unsigned)tiles, NONZERO_THREADS, 0,
+                           ampc_cuda_stream()>>>(s, n, mask, offsets, out);
+    AMPC_CUDA_CHECK_LAUNCH();
+    return 0;
+}
