@@ -21,10 +21,11 @@ import weakref
 import numpy as np
 
 from . import _C
+from . import _indexing
 from . import autograd as _ag
 from ._dtype_device import (
     _device_of, _device_str, _pybool, _wrap_dim, bfloat16, bool_, float16,
-    float32,
+    float32, int64,
 )
 from ._tensor_args import (  # noqa: F401  (some re-exported)
     _SCALARS, _TB, _c_array, _check_number, _check_tensor, _coerce_scalar,
@@ -70,7 +71,7 @@ class return_types:
 # _TensorOps in _tensor_ops.py)
 
 
-class Tensor(_TensorConvert, _TensorOps, _TB):
+class Tensor(_TensorConvert, _TensorOps, _indexing._TensorIndexing, _TB):
     """An n-dimensional array on a device, with a dtype, that autograd can
     differentiate through.  Make one with ``ampc.tensor``, ``ampc.zeros``
     and friends.
@@ -444,6 +445,11 @@ class Tensor(_TensorConvert, _TensorOps, _TB):
         return self._squeeze(dim)
 
     def __getitem__(self, index):
+        if _indexing.is_advanced(index):
+            plan = _indexing.IndexPlan(self, index)
+            if _mode.enabled and self.requires_grad:
+                return _ag.IndexGather.apply(self, plan)
+            return plan.gather(self)
         if _mode.enabled and self.requires_grad:
             fixed = _fix_index(index)
             return _ag.GetItem.apply(self, index if fixed is None else fixed)
@@ -471,6 +477,14 @@ class Tensor(_TensorConvert, _TensorOps, _TB):
                         f"number, but got {type(value).__name__}")
             else:
                 value = c
+        if _indexing.is_advanced(index):
+            plan = _indexing.IndexPlan(self, index)
+            if _mode.enabled and (self.requires_grad or (
+                    isinstance(value, _TB) and value.requires_grad)):
+                _inplace(self, _ag.IndexPut, plan, value)
+            else:
+                plan.put(self, value)
+            return
         if _mode.enabled and (self.requires_grad or (
                 isinstance(value, _TB) and value.requires_grad)):
             fixed = _fix_index(index)
@@ -698,30 +712,17 @@ def _rebuild_tensor(data, dtype, dev, requires_grad):
 
 
 def _fix_index(index):
-    """Turn NumPy ints and 0-d int tensors in an index into Python ints;
-    None when there is nothing to fix."""
+    """Turn NumPy ints and 0-d int tensors in a basic index into Python
+    ints; None when there is nothing to fix.  (Tensors of other kinds,
+    lists and arrays make an advanced index: ampc/_indexing.py.)"""
     changed = False
 
     def one(i):
         nonlocal changed
-        if i is None or i is Ellipsis or i.__class__ in (int, slice):
-            return i
-        if isinstance(i, _TB):
-            if i.ndim == 0 and not i.dtype.is_floating_point and \
-                    i.dtype is not bool_:
-                changed = True
-                return _pyint(i.item())
-            raise IndexError(
-                "__getitem__(): ampc supports basic indexing only (ints, "
-                "slices, None, ...), not indexing with a tensor of shape "
-                f"{list(i.shape)} and dtype {i.dtype!r}")
-        if isinstance(i, np.integer):
+        if isinstance(i, _TB) and i.ndim == 0 and i.dtype is int64 or \
+                isinstance(i, np.integer):
             changed = True
-            return _pyint(i)
-        if isinstance(i, (list, np.ndarray)):
-            raise IndexError(
-                "__getitem__(): ampc supports basic indexing only (ints, "
-                f"slices, None, ...), not a {type(i).__name__}")
+            return _pyint(i.item() if isinstance(i, _TB) else i)
         return i
 
     if isinstance(index, tuple):

@@ -309,14 +309,22 @@ def test_index_float():
         ampc.ones(3)[1.5]
 
 
-def test_index_advanced_not_supported():
-    with pytest.raises(IndexError, match=r"basic indexing only"):
-        ampc.ones(3)[[0, 1]]
+def test_index_list_out_of_range():
+    with pytest.raises(IndexError, match=r"index 3 is out of bounds for "
+                                         r"dimension 0 with size 3"):
+        ampc.ones(3)[[0, 3]]
 
 
-def test_index_bool_mask_not_supported():
-    with pytest.raises(IndexError, match=r"basic indexing only.*ampc.bool"):
-        ampc.ones(2)[ampc.tensor([True, False])]
+def test_index_bool_mask_of_the_wrong_shape():
+    with pytest.raises(IndexError, match=r"shape of the mask \[2\] at index "
+                                         r"0 does not match"):
+        ampc.ones(3)[ampc.tensor([True, False])]
+
+
+def test_index_with_a_string():
+    with pytest.raises(TypeError, match=r"ints, slices, None, Ellipsis, and "
+                                        r"int64 or bool tensors.*not str"):
+        ampc.ones(3)["a"]
 
 
 def test_setitem_bad_value():

@@ -76,6 +76,21 @@ def random_draws(dev):
     F.dropout(x, 0.3).sum().backward()
 
 
+def indexing(dev):
+    for dt in DTYPES:
+        x = ampc.randn(37, 5, 3, device=dev).to(dt).requires_grad_()
+        rows = ampc.tensor([36, 0, -1, 7, 7], device=dev)
+        y = x[rows, 1:] + x[:, [4, 0]].sum() + x[x.detach() > 0].sum()
+        y.float().sum().backward()
+        z = x.detach().clone()
+        z[z > 0] = 0.0
+        z[rows, :, [2, 0, 1, 1, 2]] = 1.0
+    ampc.zeros(5, dtype=ampc.int64, device=dev).index_put_(
+        (ampc.tensor([4, 0, 4, 4], device=dev),),
+        ampc.ones(4, dtype=ampc.int64, device=dev), accumulate=True)
+    (ampc.rand(4097 * 3, device=dev) > 0.5).nonzero()
+
+
 def nn_ops(dev):
     for dt in DTYPES:
         x = ampc.randn(3, 5, 9, 11, device=dev).to(dt).requires_grad_()
@@ -164,8 +179,8 @@ def graph(dev):
 
 
 # the library-heavy cases last: memcheck is slowest under cuBLAS and cuDNN
-CASES = (elementwise, reductions, copies, random_draws, nn_ops, graph,
-         optimizers_and_amp, linalg)
+CASES = (elementwise, reductions, copies, random_draws, indexing, nn_ops,
+         graph, optimizers_and_amp, linalg)
 
 
 def main():

@@ -34,7 +34,8 @@ Design notes:
 * In-place ops record ``_version`` of every saved tensor; backward checks it.
 * Only one output of a ``Function`` is differentiable (the first floating
   point tensor it returns); others (argmax indices) never require grad.
-* ``create_graph=True`` (higher-order gradients) is not supported.
+* ``create_graph=True`` (higher-order gradients) runs the differentiable
+  formulas of ``higher_order.py``.
 """
 from .grad_mode import (  # noqa: F401
     _mode, enable_grad, inference_mode, is_grad_enabled, no_grad,
@@ -59,6 +60,9 @@ from .reductions import (  # noqa: F401
 from .inplace import (  # noqa: F401
     CopyFrom, Overwrite, SetItem, SetItemOutOfPlace, _check_inplace,
     _rebase, inplace,
+)
+from .indexing import (  # noqa: F401
+    IndexAdd, IndexGather, IndexPut, IndexScatterAdd,
 )
 
 __all__ = [

@@ -24,6 +24,7 @@ tensor([ 6., 12.])
 """
 from .. import _C
 from . import functions as _fn
+from . import indexing as _idx
 from . import reductions as _red
 from . import views as _views
 from .function import Function, _dev_str
@@ -50,7 +51,7 @@ def graph_backward(node, g):
         "it; it can through element-wise arithmetic (+ - * / neg pow sqrt "
         "exp log abs relu clamp maximum minimum), casts and device moves, "
         "sum, mean, cat, stack, views (reshape, view, flatten, transpose, "
-        "permute, expand, squeeze, unsqueeze, contiguous, basic indexing), "
+        "permute, expand, squeeze, unsqueeze, contiguous), indexing, "
         "matmul, linear, conv2d (with a fused ReLU and max-pool too), "
         "max_pool2d, softmax, log_softmax, nll_loss, cross_entropy and "
         "mse_loss")
@@ -264,6 +265,27 @@ def _getitem(node, g):
 
 def _index_into(node, g):
     return g[node.index], None, None
+
+
+def _index_gather(node, g):
+    return _idx.IndexScatterAdd.apply(g, node.plan, node.in_shape), None
+
+
+def _index_scatter_add(node, g):
+    return _idx.IndexGather.apply(g, node.plan), None, None
+
+
+def _index_put(node, g):
+    need_a, _, need_v = node.needs_input_grad
+    ga = _idx.IndexPut.apply(g, node.plan, 0) if need_a else None
+    gv = _idx.IndexGather.apply(g, node.plan) if need_v else None
+    return ga, None, gv
+
+
+def _index_add(node, g):
+    gv = (_idx.IndexGather.apply(g, node.plan)
+          if node.needs_input_grad[2] else None)
+    return g, None, gv
 
 
 def _expand(node, g):
@@ -534,6 +556,9 @@ def _make_formulas():
         _views.Unsqueeze: _reshape, _views.Transpose: _transpose,
         _views.Permute: _permute, _views.Expand: _expand,
         _views.GetItem: _getitem, IndexInto: _index_into,
+        _idx.IndexGather: _index_gather,
+        _idx.IndexScatterAdd: _index_scatter_add,
+        _idx.IndexPut: _index_put, _idx.IndexAdd: _index_add,
         Matmul: _matmul, F._Linear: _linear, L._MseLoss: _mse_loss,
         F._Relu: _relu, F._Conv2d: _conv2d, F._Softmax: _softmax,
         F._LogSoftmax: _log_softmax, L._NllLoss: _nll_loss,
