@@ -128,6 +128,11 @@ void ampc_random_avx512(ampc_random_kind kind, ampc_dtype dt, int64_t n,
 /* Only ref implements these; no SIMD level overrides them. */
 void ampc_arange_ref(ampc_dtype dt, int64_t n, void *out, double start,
                      double step);
+/* A select moves bytes: the compiler's baseline vectorisation of its
+ * dense loops is as fast as memory allows (cpu/ref/where.c). */
+void ampc_where_ref(size_t es, int64_t n, const uint8_t *cond, int64_t sc,
+                    const void *a, int64_t sa, const void *b, int64_t sb,
+                    void *out, int64_t so);
 
 // ----------------------------------------------------------------------------
 // AMP parts

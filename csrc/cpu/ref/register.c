@@ -13,6 +13,7 @@ ampc_register_cpu_ref(ampc_kernel_table *t, const char **variant)
     t->reduce = ampc_reduce_ref;
     t->random = ampc_random_ref;
     t->arange = ampc_arange_ref;
+    t->where = ampc_where_ref;
     t->amp_unscale = ampc_amp_unscale_ref;
     t->amp_update_scale = ampc_amp_update_scale_ref;
     t->grad_norm = ampc_grad_norm_ref;
