@@ -566,7 +566,7 @@ _FUNCTIONS = [
     "mean", "max", "min", "argmax", "argmin", "eq", "ne", "lt", "le", "gt",
     "ge", "isnan", "isinf", "reshape", "transpose", "swapaxes", "t",
     "permute", "unsqueeze", "squeeze", "clone", "detach", "any", "all",
-    "mm",
+    "mm", "masked_fill",
 ]
 # Kept out of this module's globals (they would shadow the builtins
 # sum/max/min/abs/any/all here); ampc/__init__.py exports them.
