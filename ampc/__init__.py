@@ -23,6 +23,7 @@ from .autograd import (  # noqa: F401
 from ._creation import *            # noqa: F401,F403 (creation + functions)
 from ._creation import __all__ as _creation_all
 from ._creation import FUNCTIONS as _FUNCTIONS
+from ._tensor_where import where  # noqa: F401
 from . import cuda  # noqa: F401
 from . import cpu  # noqa: F401
 from . import backends  # noqa: F401
@@ -79,7 +80,7 @@ __all__ = [
     "half", "bfloat16", "int64", "long", "bool", "autograd", "no_grad",
     "enable_grad", "set_grad_enabled", "is_grad_enabled", "inference_mode",
     "cuda", "backends", "memory_allocated", "max_memory_allocated",
-    "reset_peak_memory_stats", "return_types",
+    "reset_peak_memory_stats", "return_types", "where",
 ] + list(_creation_all) + list(_FUNCTIONS)
 
 # checkpoints, layers and optimisers (issue 3)

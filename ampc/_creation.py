@@ -567,7 +567,7 @@ _FUNCTIONS = [
     "ge", "isnan", "isinf", "reshape", "transpose", "swapaxes", "t",
     "permute", "unsqueeze", "squeeze", "clone", "detach", "any", "all",
     "mm", "nonzero", "argwhere", "masked_select", "index_select", "gather",
-    "index_put",
+    "index_put", "masked_fill",
 ]
 # Kept out of this module's globals (they would shadow the builtins
 # sum/max/min/abs/any/all here); ampc/__init__.py exports them.

@@ -1,6 +1,7 @@
 """``ampc.Tensor``'s operators and element-wise method families: the
 operator factories (the hot paths), arithmetic, comparisons, unary ops,
-clamp, and the in-place writes (fill_, copy_, the random fills).
+clamp, where and masked_fill (from ``_tensor_where``), and the in-place
+writes (fill_, copy_, the random fills).
 
 ``_TensorOps`` is a mixin of ``Tensor`` (see ``tensor.py``); its methods
 are Tensor's methods.
@@ -8,6 +9,7 @@ are Tensor's methods.
 import math
 
 from . import _C
+from . import _tensor_where
 from . import autograd as _ag
 from ._tensor_args import (
     _SCALARS, _TB, _check_number, _coerce_scalar,
@@ -287,6 +289,10 @@ class _TensorOps:
         return self
 
     clip_ = clamp_
+
+    where = _tensor_where.tensor_where
+    masked_fill = _tensor_where.masked_fill
+    masked_fill_ = _tensor_where.masked_fill_
 
     # -- in-place writes -----------------------------------------------------
 

@@ -92,7 +92,7 @@ typedef enum {
 // element-wise iteration (built by csrc/iter.c)
 
 #define AMPC_MAX_DIMS 16
-#define AMPC_ITER_MAX_OPS 3
+#define AMPC_ITER_MAX_OPS 4      /* where: out, cond, a, b */
 
 /* Operand 0 is the output; the others are broadcast to its shape (stride 0
  * along broadcast dims).  Dims are ordered and merged by iter.c, so a dense
@@ -155,6 +155,14 @@ typedef void (*ampc_random_fn)(ampc_random_kind kind, ampc_dtype dt,
 /* out[i] = start + i * step, n contiguous elements of dt. */
 typedef void (*ampc_arange_fn)(ampc_dtype dt, int64_t n, void *out,
                                double start, double step);
+
+/* out[i*so] = cond[i*sc] ? a[i*sa] : b[i*sb], with cond bool (any nonzero
+ * byte is true) and a, b, out elements of es bytes (1, 2, 4 or 8): a
+ * select, so every dtype is copied bit for bit (NaN payloads too). */
+typedef void (*ampc_where_fn)(size_t es, int64_t n, const uint8_t *cond,
+                              int64_t sc, const void *a, int64_t sa,
+                              const void *b, int64_t sb, void *out,
+                              int64_t so);
 
 // ----------------------------------------------------------------------------
 // advanced indexing and nonzero (Python side: csrc/index_ops.c)

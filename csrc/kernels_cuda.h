@@ -189,8 +189,9 @@ typedef int (*ampc_cuda_event_elapsed_fn)(void *start, void *end,
 
 // ----------------------------------------------------------------------------
 // element-wise ops, reductions and random numbers (cuda/elementwise.cu,
-// cuda/reduce.cu, cuda/random.cu; Python side in csrc/ops_elementwise.c,
-// csrc/ops_reduce.c and csrc/ops_random.c)
+// cuda/where.cu, cuda/reduce.cu, cuda/random.cu; Python side in
+// csrc/ops_elementwise.c, csrc/ops_where.c, csrc/ops_reduce.c and
+// csrc/ops_random.c)
 
 /* A Python number (or 0-d tensor) operand of a binary op or comparison,
  * passed BY VALUE: the CPU path's 0-d stand-in points at a host buffer,
@@ -223,6 +224,22 @@ typedef int (*ampc_cuda_compare_fn)(ampc_compare_op op, ampc_dtype dt,
  * dtype dt. */
 typedef int (*ampc_cuda_unary_fn)(ampc_unary_op op, ampc_dtype dt,
                                   const ampc_iter *it);
+/* where's operands in host memory (a Python number, or a CPU 0-d tensor
+ * beside CUDA ones), passed BY VALUE: bit k of `host` (0 condition, 1
+ * input, 2 other) says that iterator operand k + 1 is not read and every
+ * element of it is the value whose bytes start bits[k] (memcpy'd in, the
+ * rest zero). */
+typedef struct {
+    unsigned host;
+    uint64_t bits[3];
+} ampc_cuda_where_values;
+
+/* it->data[0] = it->data[1] (bool) ? it->data[2] : it->data[3], broadcast
+ * (stride 0) as the iteration says, or host values (v): the CPU where slot
+ * (kernels.h ampc_where_fn) over a whole iteration, elements of es bytes
+ * copied bit for bit. */
+typedef int (*ampc_cuda_where_fn)(size_t es, const ampc_iter *it,
+                                  const ampc_cuda_where_values *v);
 /* The CPU's ampc_reduce_fn on device memory: x contiguous (outer, r, inner)
  * -> out (outer, inner), idx (outer, inner); deterministic (fixed
  * combining order, no atomics), NaN wins, first index on ties. */

@@ -453,6 +453,7 @@ static PyMethodDef module_methods[] = {
 extern PyMethodDef ampc_ops_methods[];
 extern PyMethodDef ampc_memory_methods[];
 extern PyMethodDef ampc_elementwise_methods[];
+extern PyMethodDef ampc_where_methods[];
 extern PyMethodDef ampc_reduce_methods[];
 extern PyMethodDef ampc_index_methods[];
 extern PyMethodDef ampc_random_methods[];
@@ -480,6 +481,7 @@ join_functions(void)
     const PyMethodDef *tables[] = {module_methods, ampc_ops_methods,
                                    ampc_memory_methods,
                                    ampc_elementwise_methods,
+                                   ampc_where_methods,
                                    ampc_reduce_methods, ampc_random_methods,
                                    ampc_index_methods,
                                    ampc_numpy_functions,

@@ -132,6 +132,12 @@ def binary(op, a, b):
     raise ValueError(op)
 
 
+def where(cond, a, b):
+    """cond ? a : b, broadcast: a select, so values (and bit patterns, when
+    a and b are raw bits) pass through unchanged."""
+    return np.where(np.asarray(cond) != 0, a, b)
+
+
 def compare(op, a, b):
     return {"eq": np.equal, "ne": np.not_equal, "lt": np.less,
             "le": np.less_equal, "gt": np.greater,

@@ -347,3 +347,11 @@ def test_indexing_under_autocast_keeps_the_dtype():
     assert h.dtype is ampc.bfloat16
     h.float().sum().backward()
     assert w.grad.dtype is ampc.float32
+
+
+def test_where_with_a_condition_alone_is_nonzero_as_tuple():
+    mask = np.random.default_rng(9).random((4, 7)) < 0.5
+    for got, want in zip(ampc.where(ampc.tensor(mask)), np.nonzero(mask)):
+        np.testing.assert_array_equal(got.numpy(), want)
+    with pytest.raises(TypeError, match="condition alone, or"):
+        ampc.where(ampc.tensor(mask), ampc.ones(1))

@@ -252,6 +252,42 @@ class Clamp(Function):
         return _binary("mul", g, mask)
 
 
+class Where(Function):
+    """where(condition, input, other): each side's gradient is g where it
+    was chosen and 0 elsewhere (the engine sums it back over broadcast
+    dims and casts it to the side's dtype)."""
+
+    @staticmethod
+    def forward(ctx, cond, a, b):
+        ctx.save_for_backward(cond)
+        return _C.where(cond, a, b)
+
+    @staticmethod
+    def backward(ctx, g):
+        cond, = ctx.saved_tensors
+        need = ctx.needs_input_grad
+        return (None, _C.where(cond, g, 0) if need[1] else None,
+                _C.where(cond, 0, g) if need[2] else None)
+
+
+class MaskedFill(Function):
+    """self.masked_fill(mask, value), i.e. where(mask, value, self), with
+    value a number or a 0-d tensor of self's dtype (whose gradient, summed
+    back by the engine, is the sum of g over the mask)."""
+
+    @staticmethod
+    def forward(ctx, a, mask, value):
+        ctx.save_for_backward(mask)
+        return _C.where(mask, value, a)
+
+    @staticmethod
+    def backward(ctx, g):
+        mask, = ctx.saved_tensors
+        need = ctx.needs_input_grad
+        return (_C.where(mask, 0, g) if need[0] else None, None,
+                _C.where(mask, g, 0) if need[2] else None)
+
+
 class Cast(Function):
     """to(dtype): the gradient flows back in the source dtype (the engine
     casts it)."""

@@ -49,7 +49,8 @@ def graph_backward(node, g):
         f"{node.name()}: ampc has no differentiable backward for this op, "
         "so create_graph=True (higher-order gradients) cannot go through "
         "it; it can through element-wise arithmetic (+ - * / neg pow sqrt "
-        "exp log abs relu clamp maximum minimum), casts and device moves, "
+        "exp log abs relu clamp maximum minimum), where, masked_fill, casts "
+        "and device moves, "
         "sum, mean, cat, stack, views (reshape, view, flatten, transpose, "
         "permute, expand, squeeze, unsqueeze, contiguous), indexing, "
         "matmul, linear, conv2d (with a fused ReLU and max-pool too), "
@@ -184,6 +185,20 @@ def _clamp(node, g):
         m = _C.compare("le", a, node.hi)
         mask = m if mask is None else _C.binary("mul", mask, m)
     return g if mask is None else g * mask
+
+
+def _where(node, g):
+    cond, = node.saved_tensors    # (where's gradient is where again)
+    need = node.needs_input_grad
+    return (None, _fn.Where.apply(cond, g, 0) if need[1] else None,
+            _fn.Where.apply(cond, 0, g) if need[2] else None)
+
+
+def _masked_fill(node, g):
+    mask, = node.saved_tensors
+    need = node.needs_input_grad
+    return (_fn.Where.apply(mask, 0, g) if need[0] else None, None,
+            _fn.Where.apply(mask, g, 0) if need[2] else None)
 
 
 def _cast(node, g):
@@ -547,7 +562,8 @@ def _make_formulas():
         _fn.Pow: _pow, _fn.Maximum: _maximum, _fn.Minimum: _maximum,
         _fn.Neg: _neg, _fn.Abs: _abs, _fn.Sqrt: _sqrt, _fn.Exp: _exp,
         _fn.Log: _log, _fn.Relu: _relu, _fn.Sign: _sign,
-        _fn.Clamp: _clamp, _fn.Cast: _cast, _fn.Clone: _identity,
+        _fn.Clamp: _clamp, _fn.Where: _where, _fn.MaskedFill: _masked_fill,
+        _fn.Cast: _cast, _fn.Clone: _identity,
         _fn.ToDevice: _to_device,
         _red.Sum: _sum, _red.Mean: _mean, _red.Contiguous: _identity,
         _red.Cat: _cat, _red.Stack: _stack,

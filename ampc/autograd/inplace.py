@@ -6,8 +6,8 @@ from .function import (
     Function, _dev_str, _fresh_grad_fn, _zeros_like_geometry,
 )
 from .functions import (
-    Abs, Add, Cast, Clamp, Clone, Div, Exp, Log, Maximum, Minimum, Mul, Neg,
-    Pow, Relu, Sign, Sqrt, Sub,
+    Abs, Add, Cast, Clamp, Clone, Div, Exp, Log, MaskedFill, Maximum,
+    Minimum, Mul, Neg, Pow, Relu, Sign, Sqrt, Sub, Where,
 )
 
 _TB = _C.TensorBase
@@ -207,7 +207,7 @@ class SetItemOutOfPlace(Function):
 
 
 for _cls in (Add, Sub, Neg, Exp, Sqrt, Relu, Sign, Cast, Clone, CopyFrom,
-             Overwrite, SetItemOutOfPlace):
+             Overwrite, SetItemOutOfPlace, Where, MaskedFill):
     _cls._saves_self = False
 for _cls in (Mul, Div, Pow, Maximum, Minimum, Abs, Log, Clamp):
     _cls._saves_self = True

@@ -136,6 +136,11 @@ int ampc_index_put_ref(const ampc_index_geom *g, ampc_dtype dt,
 int64_t ampc_count_true_ref(int64_t n, const uint8_t *mask);
 int ampc_nonzero_ref(int ndim, const int64_t *shape, int64_t n,
                      const uint8_t *mask, int64_t *out);
+/* A select moves bytes: the compiler's baseline vectorisation of its
+ * dense loops is as fast as memory allows (cpu/ref/where.c). */
+void ampc_where_ref(size_t es, int64_t n, const uint8_t *cond, int64_t sc,
+                    const void *a, int64_t sa, const void *b, int64_t sb,
+                    void *out, int64_t so);
 
 // ----------------------------------------------------------------------------
 // AMP parts
