@@ -41,6 +41,24 @@ def is_advanced(index):
     return False
 
 
+def fill_by_mask(t, index, value):
+    """``t[mask] = value`` for one bool mask over t's leading dims and a
+    number or 0-d tensor value, as ``masked_fill_`` (one pass, and on CUDA
+    no read of the count); False when the index or value is of another
+    kind."""
+    mask = index[0] if index.__class__ is tuple and len(index) == 1 \
+        else index
+    if not isinstance(mask, _TB) or mask.dtype is not bool_ or \
+            mask.ndim == 0 or (isinstance(value, _TB) and value.ndim) or \
+            tuple(mask.shape) != tuple(t.shape[:mask.ndim]):
+        return False
+    if mask.device != t.device:
+        mask = mask.to(t.device)
+    t.masked_fill_(mask.reshape(*mask.shape, *[1] * (t.ndim - mask.ndim)),
+                   value)
+    return True
+
+
 def _as_index_tensor(i, device):
     """A list or array item as a tensor on ``device``; a tensor there."""
     from ._creation import tensor

@@ -478,6 +478,8 @@ class Tensor(_TensorConvert, _TensorOps, _indexing._TensorIndexing, _TB):
             else:
                 value = c
         if _indexing.is_advanced(index):
+            if _indexing.fill_by_mask(self, index, value):
+                return
             plan = _indexing.IndexPlan(self, index)
             if _mode.enabled and (self.requires_grad or (
                     isinstance(value, _TB) and value.requires_grad)):

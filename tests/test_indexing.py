@@ -355,3 +355,29 @@ def test_where_with_a_condition_alone_is_nonzero_as_tuple():
         np.testing.assert_array_equal(got.numpy(), want)
     with pytest.raises(TypeError, match="condition alone, or"):
         ampc.where(ampc.tensor(mask), ampc.ones(1))
+
+
+def test_mask_fill_fast_path_keeps_setitem_semantics():
+    """x[mask] = number (or 0-d tensor) runs as masked_fill_: same values,
+    same gradients (torch's), same in-place checks."""
+    torch = torch_or_skip()
+    rng = np.random.default_rng(10)
+    vals = rng.normal(size=(5, 4, 3)).astype(np.float32)
+    mask = vals[:, :, 0] > 0
+    results = []
+    for lib in (ampc, torch):
+        a = lib.tensor(vals, requires_grad=True)
+        v = lib.tensor(2.5, requires_grad=True)
+        y = a * 1.0
+        y[lib.tensor(mask)] = v
+        y[lib.tensor(vals < -1)] = -7
+        (y * lib.arange(3.0)).sum().backward()
+        results.append([y.detach().numpy(), a.grad.numpy(), v.grad.numpy()])
+    for got, want in zip(*results):
+        np.testing.assert_allclose(got, want)
+    leaf = ampc.zeros(3, requires_grad=True)
+    with pytest.raises(RuntimeError, match="leaf Variable"):
+        leaf[ampc.tensor([True, False, True])] = 1.0
+    ints = ampc.arange(6).reshape(2, 3)
+    ints[ints > 2] = 9.7                  # cast to self's dtype
+    np.testing.assert_array_equal(ints.numpy(), [[0, 1, 2], [9, 9, 9]])
