@@ -481,7 +481,6 @@ def test_cuda_matches_torch_cuda(exact_fp32, dtype, rng):
     torch.backends.cudnn.allow_tf32 = False
     try:
         for case in CASES:
-            n, oc = case[0], case[4]
             g, st, pad, dil = geometry(case)
             (x, w, b), _ = case_values(rng, dtype, case)
             ours = [make_pair(v, dtype, requires_grad=True)[1]
