@@ -64,7 +64,7 @@ def test_model_is_left_as_it_was():
     assert calls == [True] * 3      # warm-up + 2 steps, each on fresh grads
     assert all(p.grad is g for p, g in zip(model.parameters(), grads))
     assert [p.grad.tolist() for p in model.parameters()] == values
-    assert not any(m._has_forward_hooks() for m in model.modules())
+    assert not any(m._has_hooks() for m in model.modules())
 
 
 def test_input_gradient_gemm_counts_when_the_input_needs_grad():

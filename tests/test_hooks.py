@@ -298,15 +298,6 @@ def test_hooks_turn_the_sequential_fold_off_and_results_stay_the_same(rng):
         assert np.array_equal(to64(a), to64(b))
 
 
-def test_backward_hooks_say_what_to_use_instead():
-    m = Affine()
-    for name in ("register_full_backward_hook", "register_backward_hook",
-                 "register_full_backward_pre_hook"):
-        with pytest.raises(NotImplementedError,
-                           match=r"output\.register_hook"):
-            getattr(m, name)(lambda *a: None)
-
-
 def test_deepcopy_keeps_hooks_and_a_module_without_hooks_has_none():
     m = Affine()
     assert m._hooks is None

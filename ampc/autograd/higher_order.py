@@ -556,6 +556,7 @@ def _mse_loss(node, g):
 def _make_formulas():
     from ..nn import _losses as L
     from ..nn import functional as F
+    from ..nn.modules._backward_hooks import BackwardHookFunction
     from ..tensor import Matmul
     return {
         _fn.Add: _add, _fn.Sub: _sub, _fn.Mul: _mul, _fn.Div: _div,
@@ -583,4 +584,5 @@ def _make_formulas():
         ConvWeightGrad: ConvWeightGrad.backward,
         F._MaxPool2d: _max_pool2d, F._Conv2dReluMaxPool: _conv2d_relu_max_pool,
         PoolScatter: PoolScatter.backward, PoolGather: PoolGather.backward,
+        BackwardHookFunction: BackwardHookFunction.backward,
     }

@@ -1,6 +1,7 @@
-"""A module's forward hooks, PyTorch's ``register_forward_pre_hook`` and
-``register_forward_hook``: functions called around ``forward`` that see (and
-may replace) its arguments and its output.  ``Module`` inherits the
+"""A module's hooks, PyTorch's ``register_forward_pre_hook`` and
+``register_forward_hook`` (functions called around ``forward`` that see,
+and may replace, its arguments and its output) and the backward ones
+(``_backward_hooks.py``).  ``Module`` inherits the
 registration methods; ``call_with_hooks`` is its ``__call__`` once a hook
 is registered (a module without hooks calls ``forward`` directly).
 
@@ -18,8 +19,9 @@ import collections
 import warnings
 
 from ...utils.hooks import RemovableHandle
+from ._backward_hooks import setup_input, setup_output
 
-__all__ = ["ForwardHooks", "call_with_hooks"]
+__all__ = ["ModuleHooks", "call_with_hooks"]
 
 
 class _Hooks:
@@ -31,6 +33,8 @@ class _Hooks:
         self.post = collections.OrderedDict()
         self.with_kwargs = collections.OrderedDict()
         self.always_call = collections.OrderedDict()
+        self.backward_pre = collections.OrderedDict()
+        self.backward = collections.OrderedDict()
 
 
 def _add(table, hook, prepend, extra):
@@ -41,7 +45,7 @@ def _add(table, hook, prepend, extra):
     return handle
 
 
-class ForwardHooks:
+class ModuleHooks:
     """The registration methods of ``Module`` (a mixin)."""
 
     _hooks = None       # an instance's _Hooks, made at its first hook
@@ -83,20 +87,40 @@ class ForwardHooks:
             t.always_call[handle.id] = True
         return handle
 
-    def _has_forward_hooks(self):
-        hooks = self._hooks
-        return hooks is not None and bool(hooks.pre or hooks.post)
+    def register_full_backward_pre_hook(self, hook, *, prepend=False):
+        """Call ``hook(module, grad_output)`` when the gradient of the
+        module's output has been computed; a tuple it returns replaces
+        ``grad_output``.  Returns a handle whose ``remove()`` unregisters
+        it.  (ampc: the module takes at most one tensor argument that
+        requires grad and returns one tensor.)"""
+        return _add(self._hook_tables().backward_pre, hook, prepend, None)
 
-    def register_full_backward_hook(self, hook):
-        raise NotImplementedError(
-            "register_full_backward_hook(): ampc has no module backward "
-            "hooks; register a forward hook that calls "
-            "output.register_hook(fn) to see the gradient of the output, "
-            "and input.register_hook(fn) (in a forward pre-hook) for the "
-            "inputs'")
+    def register_full_backward_hook(self, hook, *, prepend=False):
+        """Call ``hook(module, grad_input, grad_output)`` when the gradients
+        of the module's positional arguments have been computed (None for
+        arguments that are not tensors or do not require grad; at the
+        output's gradient when none does); a tuple it returns replaces
+        ``grad_input``.  Returns a handle whose ``remove()`` unregisters
+        it."""
+        return _add(self._hook_tables().backward, hook, prepend, None)
 
-    register_backward_hook = register_full_backward_hook
-    register_full_backward_pre_hook = register_full_backward_hook
+    def register_backward_hook(self, hook):
+        """PyTorch's deprecated form: ampc gives it the full hook's
+        semantics (the gradients of the module's own arguments and
+        output), with a warning."""
+        warnings.warn(
+            "register_backward_hook() is deprecated in favor of "
+            "register_full_backward_hook(); ampc runs it as a full backward "
+            "hook (grad_input is the gradient of the module's arguments, "
+            "not of its last operation's)", FutureWarning, stacklevel=2)
+        return self.register_full_backward_hook(hook)
+
+    def _has_hooks(self):
+        """Whether a forward or backward hook is registered (a fused
+        Sequential then runs this module on its own)."""
+        h = self._hooks
+        return h is not None and bool(h.pre or h.post or h.backward_pre or
+                                      h.backward)
 
 
 def _run_pre_hooks(module, hooks, args, kwargs, ran):
@@ -176,10 +200,15 @@ def call_with_hooks(module, args, kwargs):
     ``forward``."""
     hooks = module._hooks
     ran = _Ran(args, kwargs)
+    backward = hooks.backward or hooks.backward_pre
     try:
         args, kwargs = _run_pre_hooks(module, hooks, args, kwargs, ran)
+        if backward:
+            call, args = setup_input(module, hooks, args)
         ran.output = module.forward(*args, **kwargs)
-        return _run_post_hooks(module, hooks, args, kwargs, ran.output, ran)
+        output = _run_post_hooks(module, hooks, args, kwargs, ran.output,
+                                 ran)
+        return setup_output(call, output) if backward else output
     except Exception:
         if hooks.always_call:
             # (PyTorch's: the arguments as far as the pre-hooks got)

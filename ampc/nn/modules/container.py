@@ -128,15 +128,15 @@ class Sequential(Module):
         i, n = 0, len(modules)
         while i < n:
             m = modules[i]
-            # (a module with forward hooks is called, never folded)
+            # (a module with hooks is called, never folded)
             if i + 1 < n and type(modules[i + 1]) is ReLU and \
                     type(m) in (Conv2d, Linear) and \
-                    not m._has_forward_hooks() and \
-                    not modules[i + 1]._has_forward_hooks():
+                    not m._has_hooks() and \
+                    not modules[i + 1]._has_hooks():
                 pool = None
                 if type(m) is Conv2d and i + 2 < n and \
                         type(modules[i + 2]) is MaxPool2d and \
-                        not modules[i + 2]._has_forward_hooks():
+                        not modules[i + 2]._has_hooks():
                     pool = modules[i + 2]._relu_fold()
                 if pool is not None:
                     input = m._forward(input, pool=pool)

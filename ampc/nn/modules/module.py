@@ -23,7 +23,7 @@ from ... import _C
 from ...autograd import no_grad
 from ...tensor import Tensor, _parse_to
 from ..parameter import Parameter
-from ._hooks import ForwardHooks, call_with_hooks
+from ._hooks import ModuleHooks, call_with_hooks
 
 __all__ = ["Module"]
 
@@ -67,7 +67,7 @@ class _IncompatibleKeys(
     __str__ = __repr__
 
 
-class Module(ForwardHooks):
+class Module(ModuleHooks):
     """Base class of all neural network modules.  Subclasses assign layers
     and parameters in ``__init__`` (after ``super().__init__()``) and define
     ``forward``; calling the module calls ``forward``.
