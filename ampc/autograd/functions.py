@@ -82,8 +82,11 @@ class Pow(Function):
     @staticmethod
     def forward(ctx, a, b):
         out = _binary("pow", a, b)
+        # the output only for a tensor exponent's gradient (PyTorch's
+        # PowBackward0 keeps none: y = x ** 2; y.clamp_() then works)
         ctx.save_for_backward(a if isinstance(a, _TB) else None,
-                              b if isinstance(b, _TB) else None, out)
+                              b if isinstance(b, _TB) else None,
+                              out if isinstance(b, _TB) else None)
         ctx.a = None if isinstance(a, _TB) else a
         ctx.b = None if isinstance(b, _TB) else b
         return out

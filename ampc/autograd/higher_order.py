@@ -26,6 +26,7 @@ from .. import _C
 from . import functions as _fn
 from . import indexing as _idx
 from . import reductions as _red
+from . import higher_order_writes as _writes
 from . import views as _views
 from .function import Function, _dev_str
 
@@ -51,11 +52,11 @@ def graph_backward(node, g):
         "it; it can through element-wise arithmetic (+ - * / neg pow sqrt "
         "exp log abs relu clamp maximum minimum), where, masked_fill, casts "
         "and device moves, "
-        "sum, mean, cat, stack, views (reshape, view, flatten, transpose, "
+        "sum, mean, max, min, cat, stack, views (reshape, view, flatten, transpose, "
         "permute, expand, squeeze, unsqueeze, contiguous), indexing, "
-        "matmul, linear, conv2d (with a fused ReLU and max-pool too), "
-        "max_pool2d, softmax, log_softmax, nll_loss, cross_entropy and "
-        "mse_loss")
+        "in-place writes, matmul, linear, conv2d (with a fused ReLU and "
+        "max-pool too), max_pool2d, dropout, softmax, log_softmax, "
+        "nll_loss, cross_entropy and mse_loss")
 
 
 def _saved_output(node, t):
@@ -527,19 +528,61 @@ def _logits_log_softmax(node, logp, dim):
     return _saved_output(ls, logp)
 
 
+def _smoothing_grad(g, logp, target, weight, reduction, ignore_index):
+    """The gradient in the log-probabilities of label smoothing's term,
+    -sum_c w_c logp[i, c] / C per row that is not ignored, reduced as
+    PyTorch does (a mean divides by nll_loss's total weight)."""
+    dim = 0 if logp.ndim == 1 else 1
+    ncls = logp.shape[dim]
+    dev = _dev_str(logp)
+    kept = _C.cast(_C.compare("ne", target, ignore_index), logp.dtype)
+    if reduction == "mean":
+        total = _C.nll_loss(logp, target, weight, reduction, ignore_index)[1]
+        kept = _C.binary("div", kept, total)
+    w = weight if weight is not None else \
+        _C.full((ncls,), 1.0, logp.dtype, dev)
+    if logp.ndim > 1:
+        kept = kept.unsqueeze(1)
+    m = _C.binary("mul", _C.binary("mul", kept, w), -1.0 / ncls)
+    if reduction == "none" and g.ndim > 0:
+        g = g.unsqueeze(1)
+    return m * g
+
+
 def _cross_entropy(node, g):
     target, weight, logp = node.saved_tensors[:3]
     reduction, ignore_index, label_smoothing = node.args
-    if label_smoothing:
-        raise NotImplementedError(
-            f"{node.name()}: create_graph=True (higher-order gradients) "
-            "through cross_entropy with label_smoothing is not supported "
-            "by ampc; without it, it is")
     g_logp = _nll_grad(g, logp, target, weight, reduction, ignore_index)
+    if label_smoothing:
+        g_logp = g_logp * (1.0 - label_smoothing) + _smoothing_grad(
+            g, logp, target, weight, reduction, ignore_index) * \
+            label_smoothing
     dim = 0 if logp.ndim == 1 else 1
     y = _logits_log_softmax(node, logp, dim)
     return (g_logp - y.exp() * g_logp.sum(dim, keepdim=True),
             None, None, None, None, None)
+
+
+def _max_all(node, g):
+    a, out = node.saved_tensors     # (shared evenly by the ties, as PyTorch)
+    mask = _C.compare("ne", a, a) if out.item() != out.item() else \
+        _C.compare("eq", a, out)
+    share = _C.binary("div", _C.cast(mask, g.dtype),
+                      _C.reduce("sum", mask))
+    return g * share
+
+
+def _max_dim(node, g):
+    indices, = node.saved_tensors   # (the index that won takes it)
+    shape = node.in_shape
+    if not shape:
+        return g, None, None
+    keep = _red._keepdim_shape(shape, node.dim)
+    r = shape[node.dim]
+    at = _C.arange(0, r, 1, _C.int64, _dev_str(g))._reshape(
+        tuple(r if i == node.dim else 1 for i in range(len(shape))))
+    won = _C.cast(_C.compare("eq", at, indices._reshape(keep)), g.dtype)
+    return g.reshape(keep) * won, None, None
 
 
 def _mse_loss(node, g):
@@ -568,6 +611,8 @@ def _make_formulas():
         _fn.ToDevice: _to_device,
         _red.Sum: _sum, _red.Mean: _mean, _red.Contiguous: _identity,
         _red.Cat: _cat, _red.Stack: _stack,
+        _red.MaxAll: _max_all, _red.MinAll: _max_all,
+        _red.MaxDim: _max_dim, _red.MinDim: _max_dim,
         _views.View: _reshape, _views.Reshape: _reshape,
         _views.Flatten: _reshape, _views.Squeeze: _reshape,
         _views.Unsqueeze: _reshape, _views.Transpose: _transpose,
@@ -585,4 +630,5 @@ def _make_formulas():
         F._MaxPool2d: _max_pool2d, F._Conv2dReluMaxPool: _conv2d_relu_max_pool,
         PoolScatter: PoolScatter.backward, PoolGather: PoolGather.backward,
         BackwardHookFunction: BackwardHookFunction.backward,
+        **_writes.formulas(),
     }
