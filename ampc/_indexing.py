@@ -19,6 +19,8 @@ tensor([[ 9, 10],
 >>> x[x > 8]
 tensor([ 9, 10, 11])
 """
+import warnings
+
 import numpy as np
 
 from . import _C
@@ -29,6 +31,29 @@ _TB = _C.TensorBase
 _LOW = ("float16", "bfloat16")
 
 
+_SEQUENCE_AS_TUPLE = (
+    "Using a non-tuple sequence for multidimensional indexing is deprecated "
+    "and will be changed in pytorch 2.9; use x[tuple(seq)] instead of "
+    "x[seq]. In pytorch 2.9 this will be interpreted as tensor index, "
+    "x[torch.tensor(seq)], which will result either in an error or a "
+    "different result")
+
+
+def as_tuple(index):
+    """PyTorch's (and old NumPy's) reading of a short list that holds a
+    sequence, tensor, slice, None or ... as a tuple (``x[[[0, 1]]]`` is
+    ``x[[0, 1],]``), with PyTorch's deprecation warning; anything else
+    unchanged."""
+    if index.__class__ is not list or len(index) >= 32:
+        return index
+    for i in index:
+        if i is None or i is Ellipsis or isinstance(
+                i, (_TB, list, tuple, np.ndarray, slice)):
+            warnings.warn(_SEQUENCE_AS_TUPLE, UserWarning, stacklevel=3)
+            return tuple(index)
+    return index
+
+
 def is_advanced(index):
     """Whether ``index`` has an item only advanced indexing handles."""
     items = index if index.__class__ is tuple else (index,)
@@ -36,7 +61,8 @@ def is_advanced(index):
         if isinstance(i, _TB):
             if i.ndim or i.dtype is bool_ or i.dtype.is_floating_point:
                 return True
-        elif isinstance(i, (list, np.ndarray)):
+        elif isinstance(i, (list, np.ndarray, bool)) or (
+                i.__class__ is tuple and index.__class__ is tuple):
             return True
     return False
 
@@ -133,7 +159,7 @@ class IndexPlan:
                 basic.append(i)
                 vdim += 1
                 sdim += 1
-            elif not isinstance(i, _TB):
+            elif _is_int(i):
                 basic.append(_int(i))
                 sdim += 1
             elif i.dtype is bool_ and i.ndim == 0:
@@ -220,6 +246,8 @@ class IndexPlan:
             value = _C.full((), value, t.dtype, _dev(t))
         elif value.dtype is not t.dtype or value.device != t.device:
             value = value.to(device=t.device, dtype=t.dtype)
+        while value.ndim > len(shape) and value.shape[0] == 1:
+            value = value.squeeze(0)       # (leading 1s go, as in PyTorch)
         try:
             vals = self._as_rows(value.expand(*shape))
         except RuntimeError:

@@ -93,11 +93,14 @@ def _fill_value(fn, self, value):
     if self.dtype.is_floating_point:
         return value
     try:
-        return int(value)
+        value = int(value)
     except (OverflowError, ValueError):
+        value = None
+    if value is None or not -2 ** 63 <= value < 2 ** 63:
         raise RuntimeError(
-            f"{fn}(): value {value} cannot be converted to "
-            f"{self.dtype.name} without overflow") from None
+            f"{fn}(): value cannot be converted to {self.dtype.name} "
+            "without overflow")
+    return value
 
 
 def _masked_fill_args(fn, self, mask, value, inplace):

@@ -445,6 +445,8 @@ class Tensor(_TensorConvert, _TensorOps, _indexing._TensorIndexing, _TB):
         return self._squeeze(dim)
 
     def __getitem__(self, index):
+        if index.__class__ is list:
+            index = _indexing.as_tuple(index)
         if _indexing.is_advanced(index):
             plan = _indexing.IndexPlan(self, index)
             if _mode.enabled and self.requires_grad:
@@ -477,6 +479,8 @@ class Tensor(_TensorConvert, _TensorOps, _indexing._TensorIndexing, _TB):
                         f"number, but got {type(value).__name__}")
             else:
                 value = c
+        if index.__class__ is list:
+            index = _indexing.as_tuple(index)
         if _indexing.is_advanced(index):
             if _indexing.fill_by_mask(self, index, value):
                 return

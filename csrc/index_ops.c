@@ -157,14 +157,35 @@ make_geom(ampc_index_geom *g, const AmpcTensorObject *t,
     }
 }
 
+/* in, or a copy of it when it shares memory with out: an index moves
+ * elements, so even in == out would feed writes into later reads.  A new
+ * reference. */
+static AmpcTensorObject *
+apart_from(AmpcTensorObject *in, AmpcTensorObject *out)
+{
+    if (in->storage != out->storage) {
+        return (AmpcTensorObject *)Py_NewRef(in);
+    }
+    AmpcTensorObject *copy = ampc_tensor_empty(in->ndim, in->shape,
+                                               in->dtype, in->device);
+    if (copy != NULL && ampc_copy_into(copy, in) < 0) {
+        Py_CLEAR(copy);
+    }
+    return copy;
+}
+
 /* The checks that index_gather and index_put_ share: every argument, the
- * rows (contiguous, in *rows) and the geometry.  1 when there is work, 0
- * when none, -1 with an exception. */
+ * rows (contiguous, in *rows), the geometry, and the overlap rules: the
+ * written tensor (v for a gather, t for a put) may not have two elements
+ * at one address, and the read one is copied when it shares memory with
+ * it (so x[idx] = x reads x as it was).  *t_out and *v_out are new
+ * references (the read one perhaps a copy).  1 when there is work, 0 when
+ * none, -1 with an exception. */
 static int
 prepare(const char *fn, PyObject *t_obj, PyObject *i_obj, PyObject *v_obj,
-        const char *v_arg, PyObject *dims_obj, AmpcTensorObject **t_out,
-        AmpcTensorObject **v_out, AmpcTensorObject **rows,
-        ampc_index_geom *g)
+        const char *v_arg, PyObject *dims_obj, int writes_t,
+        AmpcTensorObject **t_out, AmpcTensorObject **v_out,
+        AmpcTensorObject **rows, ampc_index_geom *g)
 {
     AmpcTensorObject *t, *ix, *v;
     long dims[AMPC_MAX_DIMS];
@@ -179,14 +200,51 @@ prepare(const char *fn, PyObject *t_obj, PyObject *i_obj, PyObject *v_obj,
     int64_t n = (*rows)->shape[1];
     if (check_values(fn, v_arg, v, t, k, n) < 0 ||
         parse_dims(fn, dims_obj, k, dims) < 0 ||
-        (!ampc_is_cuda(t) && check_rows_cpu(fn, *rows, t, dims) < 0)) {
+        (!ampc_is_cuda(t) && check_rows_cpu(fn, *rows, t, dims) < 0) ||
+        ampc_has_internal_overlap(writes_t ? t : v)) {
         Py_CLEAR(*rows);
         return -1;
     }
-    *t_out = t;
-    *v_out = v;
-    make_geom(g, t, v, k, n);
+    if (writes_t) {
+        *t_out = (AmpcTensorObject *)Py_NewRef(t);
+        *v_out = apart_from(v, t);
+    }
+    else {
+        *t_out = apart_from(t, v);
+        *v_out = (AmpcTensorObject *)Py_NewRef(v);
+    }
+    if (*t_out == NULL || *v_out == NULL) {
+        Py_CLEAR(*t_out);
+        Py_CLEAR(*v_out);
+        Py_CLEAR(*rows);
+        return -1;
+    }
+    make_geom(g, *t_out, *v_out, k, n);
     return n > 0 && g->rest_numel > 0;
+}
+
+/* After a kernel: releases what prepare() made, bumps the version of the
+ * written tensor, and turns the kernel's status into None or an
+ * exception. */
+static PyObject *
+finish(const char *fn, int cuda_rc, int cpu_rc, AmpcTensorObject *written,
+       AmpcTensorObject *t, AmpcTensorObject *v, AmpcTensorObject *rows)
+{
+    PyObject *result = NULL;
+    if (cuda_rc != 0) {
+        ampc_cuda_raise(fn, cuda_rc);
+    }
+    else if (cpu_rc != 0) {
+        PyErr_NoMemory();
+    }
+    else {
+        written->storage->version++;
+        result = Py_NewRef(Py_None);
+    }
+    Py_DECREF(t);
+    Py_DECREF(v);
+    Py_DECREF(rows);
+    return result;
 }
 
 // ----------------------------------------------------------------------------
@@ -207,8 +265,8 @@ op_index_gather(PyObject *module, PyObject *args, PyObject *kwds)
                                      &dims)) {
         return NULL;
     }
-    int work = prepare(fn, t_obj, i_obj, v_obj, "out", dims, &t, &v, &rows,
-                       &g);
+    int work = prepare(fn, t_obj, i_obj, v_obj, "out", dims, 0, &t, &v,
+                       &rows, &g);
     if (work < 0) {
         return NULL;
     }
@@ -223,15 +281,7 @@ op_index_gather(PyObject *module, PyObject *args, PyObject *kwds)
                    cpu_rc = ampc_cpu.index_gather(&g, es, t->data, ix,
                                                   v->data));
     }
-    Py_DECREF(rows);
-    if (rc != 0) {
-        return ampc_cuda_raise(fn, rc);
-    }
-    if (cpu_rc != 0) {
-        return PyErr_NoMemory();
-    }
-    v->storage->version++;
-    Py_RETURN_NONE;
+    return finish(fn, rc, cpu_rc, v, t, v, rows);
 }
 
 /* index_put_(input, indices, values, accumulate=False, *, dims=None):
@@ -252,7 +302,7 @@ op_index_put_(PyObject *module, PyObject *args, PyObject *kwds)
                                      &accumulate, &dims)) {
         return NULL;
     }
-    int work = prepare(fn, t_obj, i_obj, v_obj, "values", dims, &t, &v,
+    int work = prepare(fn, t_obj, i_obj, v_obj, "values", dims, 1, &t, &v,
                        &rows, &g);
     if (work < 0) {
         return NULL;
@@ -262,6 +312,8 @@ op_index_put_(PyObject *module, PyObject *args, PyObject *kwds)
                      "%s(): accumulate=True needs an input of dtype float32 "
                      "or int64 (add 16-bit values in a float32 copy), got %s",
                      fn, ampc_dtype_name(t->dtype));
+        Py_DECREF(t);
+        Py_DECREF(v);
         Py_DECREF(rows);
         return NULL;
     }
@@ -276,15 +328,7 @@ op_index_put_(PyObject *module, PyObject *args, PyObject *kwds)
                    cpu_rc = ampc_cpu.index_put(&g, t->dtype, accumulate,
                                                t->data, ix, v->data));
     }
-    Py_DECREF(rows);
-    if (rc != 0) {
-        return ampc_cuda_raise(fn, rc);
-    }
-    if (cpu_rc != 0) {
-        return PyErr_NoMemory();
-    }
-    t->storage->version++;
-    Py_RETURN_NONE;
+    return finish(fn, rc, cpu_rc, t, t, v, rows);
 }
 
 /* The CUDA half of nonzero: offsets, the count (the one host read), the

@@ -375,8 +375,9 @@ typedef enum {
 typedef struct {
     volatile int64_t state;     /* 0, or 1 once the fields below are set */
     int64_t value;              /* the bad target or index */
-    int64_t bound;              /* C, or H * W */
+    int64_t bound;              /* C, H * W, or the indexed dim's size */
     int64_t kind;               /* ampc_nn_error_kind */
+    int64_t claim;              /* 1 once a thread owns the fields above */
 } ampc_nn_error;
 
 /* *host = the record (allocated on first use). */

@@ -87,6 +87,7 @@ check_deferred(const char *fn)
                      fn, (long long)e->bound, (long long)e->value);
     }
     e->state = 0;
+    e->claim = 0;           /* (after state: no report is half-written) */
     return -1;
 }
 

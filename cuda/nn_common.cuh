@@ -247,13 +247,15 @@ nn_block_sum_d(double v)
  * use; 0 or an error code. */
 int ampc_nn_error_device(ampc_nn_error **dev);
 
-/* Called by a kernel that met a bad index: any one report is kept (every
- * writer writes a bad value, so a torn set of fields still names one). */
+/* Called by a kernel that met a bad index: the first thread to claim the
+ * record writes all of its fields (so value and bound come from one
+ * report); the others leave it. */
 __device__ __forceinline__ void
 nn_report(ampc_nn_error *e, int64_t value, int64_t bound,
           ampc_nn_error_kind kind)
 {
-    if (e == NULL) {
+    if (e == NULL ||
+        atomicCAS((unsigned long long *)&e->claim, 0ULL, 1ULL) != 0ULL) {
         return;
     }
     e->value = value;

@@ -381,3 +381,49 @@ def test_mask_fill_fast_path_keeps_setitem_semantics():
     ints = ampc.arange(6).reshape(2, 3)
     ints[ints > 2] = 9.7                  # cast to self's dtype
     np.testing.assert_array_equal(ints.numpy(), [[0, 1, 2], [9, 9, 9]])
+
+
+def test_index_forms_torch_reads_specially():
+    """A 0-d int tensor (or array) is an int; Python bools add a dim; a
+    tuple inside the index is a list; a short list holding a sequence is
+    read as a tuple, with PyTorch's deprecation warning."""
+    torch = torch_or_skip()
+    x, vals = source("float32")
+    t = torch.from_numpy(vals.astype(np.float32))
+    cases = [(ampc.tensor(0), slice(None), [0, 1]),
+             (np.array(1), [0, 2], slice(None)), True, False, (0, True),
+             ((0, 1),), ((0, 1), (1, 2))]
+    for index in cases:
+        tindex = tuple(torch.tensor(i.item()) if isinstance(i, ampc.Tensor)
+                       else i for i in index) \
+            if isinstance(index, tuple) else index
+        assert tuple(x[index].shape) == tuple(t[tindex].shape), index
+        np.testing.assert_array_equal(x[index].numpy(), t[tindex].numpy())
+    for index in ([[0, 1], [1, 2]], [[0, 1]], [0, slice(None)]):
+        with pytest.warns(UserWarning, match="non-tuple sequence"):
+            got = x[index]
+        with pytest.warns(UserWarning):
+            want = t[index]
+        np.testing.assert_array_equal(got.numpy(), want.numpy())
+
+
+def test_writes_read_the_value_as_it_was():
+    """x[idx] = x reads x before writing (NumPy's answer; PyTorch refuses),
+    a value may have leading size-1 dims, and a destination with two
+    elements at one address is refused."""
+    a = ampc.arange(6).reshape(3, 2)
+    a[[2, 0, 1]] = a
+    np.testing.assert_array_equal(a.numpy(), [[2, 3], [4, 5], [0, 1]])
+    a = ampc.arange(4).reshape(2, 2)
+    a[:, [1, 0]] = a
+    np.testing.assert_array_equal(a.numpy(), [[1, 0], [3, 2]])
+    y = ampc.zeros(3, 4)
+    y[0, [1]] = ampc.tensor([[3.0]])
+    y[[1, 2]] = ampc.tensor([[[1.0, 2.0, 3.0, 4.0]]])
+    np.testing.assert_array_equal(
+        y.numpy(), [[0, 3, 0, 0], [1, 2, 3, 4], [1, 2, 3, 4]])
+    wide = ampc.zeros(4, 1).expand(4, 50000)
+    with pytest.raises(RuntimeError, match="more than one element of the "
+                                           "written-to tensor"):
+        wide.index_put_((ampc.tensor([0, 1, 1]),), ampc.tensor(1.0),
+                        accumulate=True)

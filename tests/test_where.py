@@ -595,3 +595,11 @@ def test_cuda_where_matches_torch(dtype):
                          to_torch(torch, a).cuda(), to_torch(torch, b).cuda())
     assert np.array_equal(to_raw(ours),
                           to_raw(from_torch(torch, theirs.cpu())))
+
+
+def test_masked_fill_overflow_names_the_op():
+    x = ampc.arange(4)
+    for value in (2 ** 70, float("inf")):
+        with pytest.raises(RuntimeError, match=r"masked_fill\(\): value "
+                                               "cannot be converted to int64"):
+            x.masked_fill(x > 1, value)
