@@ -67,6 +67,23 @@ def is_advanced(index):
     return False
 
 
+def merge_mask_dims(t, index):
+    """(t, index) for ``t[mask]`` with a bool mask over several leading
+    dims that t can view as one: the view and the flattened mask, so the
+    coordinates are one row of flat positions; else unchanged."""
+    mask = index[0] if index.__class__ is tuple and len(index) == 1 \
+        else index
+    if not isinstance(mask, _TB) or mask.dtype is not bool_ or \
+            mask.ndim < 2 or \
+            tuple(mask.shape) != tuple(t.shape[:mask.ndim]):
+        return t, index
+    try:
+        flat = t.view(-1, *t.shape[mask.ndim:])
+    except RuntimeError:            # (those dims do not merge in place)
+        return t, index
+    return flat, mask.reshape(-1)
+
+
 def fill_by_mask(t, index, value):
     """``t[mask] = value`` for one bool mask over t's leading dims and a
     number or 0-d tensor value, as ``masked_fill_`` (one pass, and on CUDA

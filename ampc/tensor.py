@@ -448,10 +448,11 @@ class Tensor(_TensorConvert, _TensorOps, _indexing._TensorIndexing, _TB):
         if index.__class__ is list:
             index = _indexing.as_tuple(index)
         if _indexing.is_advanced(index):
-            plan = _indexing.IndexPlan(self, index)
-            if _mode.enabled and self.requires_grad:
-                return _ag.IndexGather.apply(self, plan)
-            return plan.gather(self)
+            src, index = _indexing.merge_mask_dims(self, index)
+            plan = _indexing.IndexPlan(src, index)
+            if _mode.enabled and src.requires_grad:
+                return _ag.IndexGather.apply(src, plan)
+            return plan.gather(src)
         if _mode.enabled and self.requires_grad:
             fixed = _fix_index(index)
             return _ag.GetItem.apply(self, index if fixed is None else fixed)

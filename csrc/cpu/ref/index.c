@@ -9,6 +9,9 @@
 #include "cpu/nn_loops.h"
 
 #define NONZERO_CHUNK 65536         /* mask bytes per nonzero task */
+/* Elements worth a thread: each may be a cache miss (a scattered read or
+ * write), so far fewer than a streaming kernel's AMPC_NN_GRAIN. */
+#define INDEX_GRAIN 2048
 
 // ----------------------------------------------------------------------------
 // CPU reference
@@ -160,6 +163,13 @@ offsets_range(void *ctx, int64_t b, int64_t e)
     }
 }
 
+/* Items per task when each item moves `work` scattered elements. */
+static int64_t
+index_grain(int64_t work)
+{
+    return work >= INDEX_GRAIN ? 1 : INDEX_GRAIN / (work > 0 ? work : 1);
+}
+
 /* Computes each tuple's offset in t, then runs op in the order that suits
  * the layout.  0, or -1 when out of memory. */
 static int
@@ -176,7 +186,7 @@ run(index_ctx *c, const int64_t *idx)
     int64_t work = g->n * g->rest_numel;
     if (g->nrest > 0 && g->t_rest_stride[g->nrest - 1] != 1 &&
         g->n < g->rest_numel) {
-        ampc_parallel_for(g->rest_numel, ampc_nn_grain(g->n),
+        ampc_parallel_for(g->rest_numel, index_grain(g->n),
                           by_rest_element, c);
     }
     else if (c->op == ADD && g->nrest > 0 && work >= AMPC_NN_GRAIN) {
@@ -187,7 +197,7 @@ run(index_ctx *c, const int64_t *idx)
         by_rest_chunk(c, 0, g->rest_numel);
     }
     else {
-        ampc_parallel_for(g->n, ampc_nn_grain(g->rest_numel), by_tuple, c);
+        ampc_parallel_for(g->n, index_grain(g->rest_numel), by_tuple, c);
     }
     free(off);
     return 0;
@@ -272,11 +282,16 @@ ampc_count_true_ref(int64_t n, const uint8_t *mask)
     return total;
 }
 
+/* Chunks [b, e): each writes its true elements' coordinates from its
+ * offset on, a row of the last dim at a time (the other coordinates are
+ * fixed along a row). */
 static void
 write_range(void *ctx, int64_t b, int64_t e)
 {
     nonzero_ctx *c = ctx;
     int nd = c->ndim;
+    int64_t row = c->shape[nd - 1];
+    size_t lead = (size_t)(nd - 1) * sizeof(int64_t);
     for (int64_t k = b; k < e; k++) {
         int64_t lo = k * NONZERO_CHUNK;
         int64_t hi = ampc_nn_min(lo + NONZERO_CHUNK, c->n);
@@ -286,12 +301,18 @@ write_range(void *ctx, int64_t b, int64_t e)
             coord[d] = f % c->shape[d];
             f /= c->shape[d];
         }
-        for (int64_t i = lo; i < hi; i++) {
-            if (c->mask[i]) {
-                memcpy(o, coord, (size_t)nd * sizeof(int64_t));
-                o += nd;
+        for (int64_t i = lo; i < hi;) {
+            int64_t end = ampc_nn_min(hi, i + row - coord[nd - 1]);
+            int64_t to_last = coord[nd - 1] - i;
+            for (; i < end; i++) {
+                if (c->mask[i]) {
+                    memcpy(o, coord, lead);
+                    o[nd - 1] = i + to_last;
+                    o += nd;
+                }
             }
-            for (int d = nd - 1; d >= 0 && ++coord[d] == c->shape[d]; d--) {
+            coord[nd - 1] = 0;
+            for (int d = nd - 2; d >= 0 && ++coord[d] == c->shape[d]; d--) {
                 coord[d] = 0;
             }
         }
