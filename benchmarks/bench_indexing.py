@@ -1,0 +1,132 @@
+"""Advanced indexing beside torch, in one process: row and column gathers
+with their backward (the scatter-add), bool-mask reads and writes, nonzero,
+gather(dim).  Each case is checked against NumPy (or torch) before it is
+timed; the table gives the best of `--repeat` runs in ms and torch/ampc.
+Not a test: run it by hand.
+
+    python benchmarks/bench_indexing.py [--repeat 20] [--device cpu|cuda]
+"""
+import argparse
+import time
+
+import numpy as np
+
+import ampc
+
+try:
+    import torch
+except ImportError:  # torch is optional: its column is left out
+    torch = None
+
+
+def best_ms(fn, repeat, sync):
+    fn()
+    sync()
+    best = float("inf")
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        sync()
+        best = min(best, time.perf_counter() - t0)
+    return best * 1e3
+
+
+def cases(device):
+    """(label, ampc fn, torch fn or None, check) for each case; check()
+    raises when ampc's result is wrong."""
+    rng = np.random.default_rng(0)
+    table = rng.standard_normal((100_000, 64)).astype(np.float32)
+    rows = rng.integers(0, 100_000, 50_000)
+    cols = rng.integers(0, 64, 32)
+    square = rng.standard_normal((1000, 1000)).astype(np.float32)
+    mask = rng.random((1000, 1000)) < 0.5
+    logp = rng.standard_normal((4096, 1000)).astype(np.float32)
+    target = rng.integers(0, 1000, (4096, 1))
+
+    def a(x, **kw):
+        return ampc.tensor(x, **kw).to(device)
+
+    def t(x, **kw):
+        return torch.tensor(x, **kw).to(device) if torch else None
+
+    at, ar, ac = a(table), a(rows), a(cols)
+    aw = a(table, requires_grad=True)
+    asq, am = a(square), a(mask)
+    alp, atg = a(logp), a(target)
+    tt, tr, tc = t(table), t(rows), t(cols)
+    tw = t(table, requires_grad=True)
+    tsq, tm = t(square), t(mask)
+    tlp, ttg = t(logp), t(target)
+
+    def same(got, want):
+        np.testing.assert_array_equal(got.cpu().numpy(), want)
+
+    def grad_check():
+        aw.grad = None
+        aw[ar].sum().backward()
+        want = np.zeros_like(table)
+        np.add.at(want, rows, 1.0)
+        same(aw.grad, want)
+
+    def fill_a():
+        asq[am] = 0.0
+
+    def fill_t():
+        tsq[tm] = 0.0
+
+    def fill_check():
+        fill_a()
+        same(asq, np.where(mask, 0, square))
+
+    return [
+        ("x[rows] 50000 of 100000x64", lambda: at[ar],
+         (lambda: tt[tr]) if torch else None,
+         lambda: same(at[ar], table[rows])),
+        ("x[rows] + backward", lambda: aw[ar].sum().backward(),
+         (lambda: tw[tr].sum().backward()) if torch else None, grad_check),
+        ("x[:, cols] 32 of 64", lambda: at[:, ac],
+         (lambda: tt[:, tc]) if torch else None,
+         lambda: same(at[:, ac], table[:, cols])),
+        ("x[:, cols] + backward", lambda: aw[:, ac].sum().backward(),
+         (lambda: tw[:, tc].sum().backward()) if torch else None,
+         lambda: None),
+        ("x[mask] 1000x1000", lambda: asq[am],
+         (lambda: tsq[tm]) if torch else None,
+         lambda: same(asq[am], square[mask])),
+        ("nonzero 1000x1000", lambda: am.nonzero(),
+         (lambda: tm.nonzero()) if torch else None,
+         lambda: same(am.nonzero(), np.argwhere(mask))),
+        ("x[mask] = 0", fill_a, fill_t if torch else None, fill_check),
+        ("gather(1) 4096x1000", lambda: alp.gather(1, atg),
+         (lambda: tlp.gather(1, ttg)) if torch else None,
+         lambda: same(alp.gather(1, atg),
+                      np.take_along_axis(logp, target, 1))),
+    ]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--repeat", type=int, default=20)
+    ap.add_argument("--device", default="cpu")
+    args = ap.parse_args()
+    on_gpu = args.device.startswith("cuda")
+
+    def sync():
+        if on_gpu:
+            ampc.cuda.synchronize()
+            if torch is not None:
+                torch.cuda.synchronize()
+
+    print(f"{'case':<30}{'ampc ms':>10}{'torch ms':>10}{'torch/ampc':>12}")
+    for label, fa, ft, check in cases(args.device):
+        check()
+        ms_a = best_ms(fa, args.repeat, sync)
+        if ft is None:
+            print(f"{label:<30}{ms_a:>10.3f}")
+            continue
+        ms_t = best_ms(ft, args.repeat, sync)
+        print(f"{label:<30}{ms_a:>10.3f}{ms_t:>10.3f}{ms_t / ms_a:>12.2f}")
+
+
+if __name__ == "__main__":
+    main()
