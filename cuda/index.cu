@@ -40,29 +40,22 @@ index_offsets(const ampc_index_geom &g, const int64_t *idx, int64_t e,
     return true;
 }
 
-/* T: an unsigned integer of the element's size (the bits are copied) */
-template <typename T>
+/* A gather (v = t at the index; 0 for a bad index) or a put (t at the
+ * index = v); T: an unsigned integer of the element's size (the bits are
+ * moved). */
+template <typename T, bool GATHER>
 __global__ void
-index_gather_kernel(ampc_index_geom g, const T *t, const int64_t *idx, T *v,
-                    ampc_nn_error *err)
+index_move_kernel(ampc_index_geom g, T *t, const int64_t *idx, T *v,
+                  ampc_nn_error *err)
 {
     int64_t total = g.n * g.rest_numel;
     for (int64_t e = nn_tid(); e < total; e += nn_nthreads()) {
         int64_t to, vo;
         bool ok = index_offsets(g, idx, e, &to, &vo, err);
-        v[vo] = ok ? t[to] : T(0);
-    }
-}
-
-template <typename T>
-__global__ void
-index_put_kernel(ampc_index_geom g, T *t, const int64_t *idx, const T *v,
-                 ampc_nn_error *err)
-{
-    int64_t total = g.n * g.rest_numel;
-    for (int64_t e = nn_tid(); e < total; e += nn_nthreads()) {
-        int64_t to, vo;
-        if (index_offsets(g, idx, e, &to, &vo, err)) {
+        if (GATHER) {
+            v[vo] = ok ? t[to] : T(0);
+        }
+        else if (ok) {
             t[to] = v[vo];
         }
     }
@@ -192,91 +185,77 @@ nonzero_write_kernel(nonzero_shape s, int64_t n, const uint8_t *mask,
 // ----------------------------------------------------------------------------
 // kernel launchers
 
-#define INDEX_LAUNCH(KERNEL, T, tp, vp)                                     \
-    KERNEL<T><<<blocks, AMPC_NN_THREADS, 0, st>>>(*g, (tp), idx, (vp), err)
-
-/* t (k indexed dims, rest...), idx (k, n), v (n, rest...) */
-extern "C" int
-ampc_index_gather_cuda(const ampc_index_geom *g, size_t es, const void *t,
-                       const int64_t *idx, void *v)
+/* The error record and grid of a launch over g's (n, rest...) elements;
+ * *blocks is 0 when there are none.  0 or an error code. */
+static int
+index_launch(const ampc_index_geom *g, ampc_nn_error **err, unsigned *blocks)
 {
     int64_t total = g->n * g->rest_numel;
-    if (total <= 0) {
-        return 0;
-    }
+    *blocks = total > 0 ? nn_blocks(total, AMPC_NN_THREADS) : 0;
+    return total > 0 ? ampc_nn_error_device(err) : 0;
+}
+
+/* A gather or put of es-byte elements; t (k indexed dims, rest...), idx
+ * (k, n), v (n, rest...). */
+template <bool GATHER>
+static int
+index_move(const ampc_index_geom *g, size_t es, void *t, const int64_t *idx,
+           void *v)
+{
     ampc_nn_error *err;
-    int rc = ampc_nn_error_device(&err);
-    if (rc != 0) {
+    unsigned blocks;
+    int rc = index_launch(g, &err, &blocks);
+    if (rc != 0 || blocks == 0) {
         return rc;
     }
     cudaStream_t st = ampc_cuda_stream();
-    unsigned blocks = nn_blocks(total, AMPC_NN_THREADS);
+#define MOVE(T)                                                             \
+    index_move_kernel<T, GATHER><<<blocks, AMPC_NN_THREADS, 0, st>>>(       \
+        *g, (T *)t, idx, (T *)v, err)
     switch (es) {
-    case 1:
-        INDEX_LAUNCH(index_gather_kernel, uint8_t, (const uint8_t *)t,
-                     (uint8_t *)v);
-        break;
-    case 2:
-        INDEX_LAUNCH(index_gather_kernel, uint16_t, (const uint16_t *)t,
-                     (uint16_t *)v);
-        break;
-    case 4:
-        INDEX_LAUNCH(index_gather_kernel, uint32_t, (const uint32_t *)t,
-                     (uint32_t *)v);
-        break;
-    case 8:
-        INDEX_LAUNCH(index_gather_kernel, uint64_t, (const uint64_t *)t,
-                     (uint64_t *)v);
-        break;
+    case 1: MOVE(uint8_t); break;
+    case 2: MOVE(uint16_t); break;
+    case 4: MOVE(uint32_t); break;
+    case 8: MOVE(uint64_t); break;
     default:
-        ampc_cuda_record_error(__FILE__, __LINE__,
-                               "index_gather: element size",
+        ampc_cuda_record_error(__FILE__, __LINE__, "index: element size",
                                (int)cudaErrorInvalidValue);
         return (int)cudaErrorInvalidValue;
     }
+#undef MOVE
     AMPC_CUDA_CHECK_LAUNCH();
     return 0;
 }
 
-/* t (k indexed dims, rest...), idx (k, n), v (n, rest...) */
+extern "C" int
+ampc_index_gather_cuda(const ampc_index_geom *g, size_t es, const void *t,
+                       const int64_t *idx, void *v)
+{
+    return index_move<true>(g, es, (void *)t, idx, v);
+}
+
 extern "C" int
 ampc_index_put_cuda(const ampc_index_geom *g, ampc_dtype dt, int accumulate,
                     void *t, const int64_t *idx, const void *v)
 {
-    int64_t total = g->n * g->rest_numel;
-    if (total <= 0) {
-        return 0;
+    if (!accumulate) {
+        return index_move<false>(g, ampc_dtype_size[dt], t, idx, (void *)v);
     }
     ampc_nn_error *err;
-    int rc = ampc_nn_error_device(&err);
-    if (rc != 0) {
+    unsigned blocks;
+    int rc = index_launch(g, &err, &blocks);
+    if (rc != 0 || blocks == 0) {
         return rc;
     }
     cudaStream_t st = ampc_cuda_stream();
-    unsigned blocks = nn_blocks(total, AMPC_NN_THREADS);
-    size_t es = ampc_dtype_size[dt];
-    if (accumulate && dt == AMPC_FLOAT32) {
-        INDEX_LAUNCH(index_add_kernel, float, (float *)t, (const float *)v);
+    if (dt == AMPC_FLOAT32) {
+        index_add_kernel<float><<<blocks, AMPC_NN_THREADS, 0, st>>>(
+            *g, (float *)t, idx, (const float *)v, err);
     }
-    else if (accumulate && dt == AMPC_INT64) {
+    else if (dt == AMPC_INT64) {
         typedef unsigned long long u64;
-        INDEX_LAUNCH(index_add_kernel, u64, (u64 *)t, (const u64 *)v);
-    }
-    else if (!accumulate && es == 1) {
-        INDEX_LAUNCH(index_put_kernel, uint8_t, (uint8_t *)t,
-                     (const uint8_t *)v);
-    }
-    else if (!accumulate && es == 2) {
-        INDEX_LAUNCH(index_put_kernel, uint16_t, (uint16_t *)t,
-                     (const uint16_t *)v);
-    }
-    else if (!accumulate && es == 4) {
-        INDEX_LAUNCH(index_put_kernel, uint32_t, (uint32_t *)t,
-                     (const uint32_t *)v);
-    }
-    else if (!accumulate && es == 8) {
-        INDEX_LAUNCH(index_put_kernel, uint64_t, (uint64_t *)t,
-                     (const uint64_t *)v);
+        index_add_kernel<u64><<<blocks, AMPC_NN_THREADS, 0, st>>>(
+            *g, (u64 *)t, idx, (const u64 *)v, err);
     }
     else {
         ampc_cuda_record_error(__FILE__, __LINE__, "index_put: dtype",

@@ -8,7 +8,7 @@
 // ----------------------------------------------------------------------------
 // CPU reference
 //
-// One function per element width.  The dense case (out and cond contiguous,
+// One function per element width (DEFINE_WHERE).  The dense case (out and cond contiguous,
 // a and b each contiguous or one broadcast value, as in masked_fill) loads
 // both sides unconditionally and blends them with a mask, so the compiler
 // vectorises it; `sa ? a[i] : a0` is loop-invariant and the loop is
@@ -22,77 +22,32 @@ dense(int64_t sc, int64_t sa, int64_t sb, int64_t so)
            (sb == 0 || sb == 1);
 }
 
-static void
-where_u8(int64_t n, const uint8_t *c, int64_t sc, const uint8_t *a,
-         int64_t sa, const uint8_t *b, int64_t sb, uint8_t *o, int64_t so)
-{
-    if (dense(sc, sa, sb, so)) {
-        const uint8_t a0 = a[0], b0 = b[0];
-        for (int64_t i = 0; i < n; i++) {
-            uint8_t m = (uint8_t)(0u - (c[i] != 0));
-            uint8_t x = sa ? a[i] : a0, y = sb ? b[i] : b0;
-            o[i] = (uint8_t)((x & m) | (y & ~m));
-        }
-        return;
+/* where_<T>: the select for elements of unsigned integer type T (the
+ * integer promotions make the mask arithmetic int-wide for the narrow
+ * types; the casts bring it back). */
+#define DEFINE_WHERE(T)                                                     \
+    static void                                                             \
+    where_##T(int64_t n, const uint8_t *c, int64_t sc, const T *a,          \
+              int64_t sa, const T *b, int64_t sb, T *o, int64_t so)         \
+    {                                                                       \
+        if (dense(sc, sa, sb, so)) {                                        \
+            const T a0 = a[0], b0 = b[0];                                   \
+            for (int64_t i = 0; i < n; i++) {                               \
+                T m = (T)(0u - (T)(c[i] != 0));                             \
+                T x = sa ? a[i] : a0, y = sb ? b[i] : b0;                   \
+                o[i] = (T)((x & m) | (y & (T)~m));                          \
+            }                                                               \
+            return;                                                         \
+        }                                                                   \
+        for (int64_t i = 0; i < n; i++) {                                   \
+            o[i * so] = c[i * sc] ? a[i * sa] : b[i * sb];                  \
+        }                                                                   \
     }
-    for (int64_t i = 0; i < n; i++) {
-        o[i * so] = c[i * sc] ? a[i * sa] : b[i * sb];
-    }
-}
 
-static void
-where_u16(int64_t n, const uint8_t *c, int64_t sc, const uint16_t *a,
-          int64_t sa, const uint16_t *b, int64_t sb, uint16_t *o, int64_t so)
-{
-    if (dense(sc, sa, sb, so)) {
-        const uint16_t a0 = a[0], b0 = b[0];
-        for (int64_t i = 0; i < n; i++) {
-            uint16_t m = (uint16_t)(0u - (c[i] != 0));
-            uint16_t x = sa ? a[i] : a0, y = sb ? b[i] : b0;
-            o[i] = (uint16_t)((x & m) | (y & ~m));
-        }
-        return;
-    }
-    for (int64_t i = 0; i < n; i++) {
-        o[i * so] = c[i * sc] ? a[i * sa] : b[i * sb];
-    }
-}
-
-static void
-where_u32(int64_t n, const uint8_t *c, int64_t sc, const uint32_t *a,
-          int64_t sa, const uint32_t *b, int64_t sb, uint32_t *o, int64_t so)
-{
-    if (dense(sc, sa, sb, so)) {
-        const uint32_t a0 = a[0], b0 = b[0];
-        for (int64_t i = 0; i < n; i++) {
-            uint32_t m = 0u - (uint32_t)(c[i] != 0);
-            uint32_t x = sa ? a[i] : a0, y = sb ? b[i] : b0;
-            o[i] = (x & m) | (y & ~m);
-        }
-        return;
-    }
-    for (int64_t i = 0; i < n; i++) {
-        o[i * so] = c[i * sc] ? a[i * sa] : b[i * sb];
-    }
-}
-
-static void
-where_u64(int64_t n, const uint8_t *c, int64_t sc, const uint64_t *a,
-          int64_t sa, const uint64_t *b, int64_t sb, uint64_t *o, int64_t so)
-{
-    if (dense(sc, sa, sb, so)) {
-        const uint64_t a0 = a[0], b0 = b[0];
-        for (int64_t i = 0; i < n; i++) {
-            uint64_t m = 0u - (uint64_t)(c[i] != 0);
-            uint64_t x = sa ? a[i] : a0, y = sb ? b[i] : b0;
-            o[i] = (x & m) | (y & ~m);
-        }
-        return;
-    }
-    for (int64_t i = 0; i < n; i++) {
-        o[i * so] = c[i * sc] ? a[i * sa] : b[i * sb];
-    }
-}
+DEFINE_WHERE(uint8_t)
+DEFINE_WHERE(uint16_t)
+DEFINE_WHERE(uint32_t)
+DEFINE_WHERE(uint64_t)
 
 /* cond (n, bool) at stride sc, a and b (n) at sa and sb -> out (n) at so;
  * elements of es bytes */
@@ -103,16 +58,16 @@ ampc_where_ref(size_t es, int64_t n, const uint8_t *cond, int64_t sc,
 {
     switch (es) {
     case 1:
-        where_u8(n, cond, sc, a, sa, b, sb, out, so);
+        where_uint8_t(n, cond, sc, a, sa, b, sb, out, so);
         break;
     case 2:
-        where_u16(n, cond, sc, a, sa, b, sb, out, so);
+        where_uint16_t(n, cond, sc, a, sa, b, sb, out, so);
         break;
     case 4:
-        where_u32(n, cond, sc, a, sa, b, sb, out, so);
+        where_uint32_t(n, cond, sc, a, sa, b, sb, out, so);
         break;
     default:
-        where_u64(n, cond, sc, a, sa, b, sb, out, so);
+        where_uint64_t(n, cond, sc, a, sa, b, sb, out, so);
         break;
     }
 }
