@@ -567,7 +567,8 @@ _FUNCTIONS = [
     "ge", "isnan", "isinf", "reshape", "transpose", "swapaxes", "t",
     "permute", "unsqueeze", "squeeze", "clone", "detach", "any", "all",
     "mm", "nonzero", "argwhere", "masked_select", "index_select", "gather",
-    "index_put", "masked_fill",
+    "index_put", "masked_fill", "scatter", "scatter_add", "index_add",
+    "take", "narrow",
 ]
 # Kept out of this module's globals (they would shadow the builtins
 # sum/max/min/abs/any/all here); ampc/__init__.py exports them.

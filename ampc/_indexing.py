@@ -148,7 +148,8 @@ class IndexPlan:
     """How ``t[index]`` reads and writes: the basic part, the view dims the
     index tensors cover, their rows, and where the broadcast dims go."""
 
-    def __init__(self, t, index):
+    def __init__(self, t, index, name="index"):
+        self.name = name            # the user's op, for errors
         items = list(index) if index.__class__ is tuple else [index]
         items = [i if i is None or i is Ellipsis or isinstance(i, slice)
                  or _is_int(i) else _as_index_tensor(i, t.device)
@@ -250,7 +251,7 @@ class IndexPlan:
         out = _C.empty(self.result_shape(), t.dtype, _dev(t))
         _C.index_gather(self._moved(t), self.rows,
                         self._as_rows(out, view=True),
-                        dims=self.src_dims)
+                        dims=self.src_dims, name=self.name)
         return out
 
     def put(self, t, value, accumulate=False):
@@ -276,11 +277,11 @@ class IndexPlan:
             # 16-bit sums are formed in float32, rounded once
             wide = _C.cast(dst, float32)
             _C.index_put_(wide, self.rows, _C.cast(vals, float32), True,
-                          dims=self.src_dims)
+                          dims=self.src_dims, name=self.name)
             _C.copy_(dst, wide)
         else:
             _C.index_put_(dst, self.rows, vals, accumulate,
-                          dims=self.src_dims)
+                          dims=self.src_dims, name=self.name)
         return t
 
     def scatter_add(self, g, in_shape):
@@ -332,7 +333,20 @@ class _TensorIndexing:
             raise TypeError("masked_select(): expected mask to be a bool "
                             "tensor")
         shape = broadcast_shape([tuple(self.shape), tuple(mask.shape)])
-        return self.expand(*shape)[mask.expand(*shape)]
+        return read(self.expand(*shape), (mask.expand(*shape),),
+                    "masked_select")
+
+    def narrow(self, dim, start, length):
+        """The view of ``length`` entries from ``start`` along ``dim``."""
+        dim = _wrap_dim("narrow", dim, self.ndim)
+        size = self.shape[dim]
+        if start < 0:
+            start += size
+        if not 0 <= start <= size or length < 0 or start + length > size:
+            raise IndexError(
+                f"narrow(): start ({start}) + length ({length}) exceeds "
+                f"dimension size ({size}), or one of them is out of range")
+        return self[(slice(None),) * dim + (slice(start, start + length),)]
 
     def index_select(self, dim, index):
         """The entries ``index`` (a 1-D int64 tensor) along ``dim``."""
@@ -341,56 +355,89 @@ class _TensorIndexing:
                 index.ndim > 1:
             raise IndexError("index_select(): expected index to be a 0-d or "
                              "1-D int64 tensor")
-        return self[(slice(None),) * dim + (index.reshape(-1),)]
+        return read(self, (slice(None),) * dim + (index.reshape(-1),),
+                    "index_select")
 
     def gather(self, dim, index):
         """``out[i][j] = self[index[i][j]][j]`` for dim 0 (and so on): the
         values along ``dim`` at ``index``, an int64 tensor of self's ndim
         and, in the other dims, no larger; out has index's shape."""
-        dim = _wrap_dim("gather", dim, self.ndim)
-        if not isinstance(index, _TB) or index.dtype is not int64:
-            raise RuntimeError("gather(): Expected dtype int64 for index")
-        if index.ndim != self.ndim:
-            raise RuntimeError(
-                "gather(): Index tensor must have the same number of "
-                "dimensions as input tensor")
-        for d in range(self.ndim):
-            if d != dim and index.shape[d] > self.shape[d]:
-                raise RuntimeError(
-                    f"gather(): Size does not match at dimension {d} "
-                    f"expected index {list(index.shape)} to be smaller than "
-                    f"self {list(self.shape)} apart from dimension {dim}")
-        items = []
-        for d in range(self.ndim):
-            if d == dim:
-                items.append(index)
-                continue
-            along = [1] * self.ndim
-            along[d] = index.shape[d]
-            items.append(_arange(index.shape[d], self).reshape(*along))
-        return self[tuple(items)]
+        return read(self, along_dim("gather", self, dim, index), "gather")
 
     def index_put_(self, indices, values, accumulate=False):
         """``self[indices] = values`` for a tuple of index tensors (``+=``
         with ``accumulate``: a repeated index adds each of its values)."""
-        from .autograd import _mode
         if not isinstance(indices, tuple):
             raise TypeError("index_put_(): expected indices to be a tuple "
                             "of tensors")
-        index = tuple(slice(None) if i is None else i for i in indices)
-        if not accumulate:
-            self[index] = values
-            return self
-        plan = IndexPlan(self, index)
-        if _mode.enabled and (self.requires_grad or (
-                isinstance(values, _TB) and values.requires_grad)):
-            from .autograd import IndexAdd, inplace
-            return inplace(self, IndexAdd, plan, values)
-        return plan.put(self, values, accumulate=True)
+        return put(self, tuple(slice(None) if i is None else i
+                               for i in indices), values, accumulate)
 
     def index_put(self, indices, values, accumulate=False):
         """``index_put_`` on a copy."""
         return self.clone().index_put_(indices, values, accumulate)
+
+
+def read(t, index, name):
+    """``t[index]`` for an advanced index, with autograd; ``name`` is the
+    user's op, for errors."""
+    from .autograd import IndexGather, _mode
+    t, index = merge_mask_dims(t, index)
+    plan = IndexPlan(t, index, name)
+    if _mode.enabled and t.requires_grad:
+        return IndexGather.apply(t, plan)
+    return plan.gather(t)
+
+
+def put(t, index, values, accumulate=False, name="index_put_"):
+    """``t[index] = values``, or ``+=`` with ``accumulate`` (a repeated
+    index adds each of its values), with autograd; returns t.  ``name`` is
+    the user's op, for errors."""
+    from .autograd import IndexAdd, IndexPut, _mode, inplace
+    if not accumulate and fill_by_mask(t, index, values):
+        return t
+    plan = IndexPlan(t, index, name)
+    if _mode.enabled and (t.requires_grad or (
+            isinstance(values, _TB) and values.requires_grad)):
+        return inplace(t, IndexAdd if accumulate else IndexPut, plan, values)
+    return plan.put(t, values, accumulate)
+
+
+def along_dim(fn, t, dim, index, src=None):
+    """The index tuple that pairs each element of ``index`` (an int64
+    tensor of t's ndim) with its position along ``dim`` and its own
+    coordinates elsewhere: gather's, and scatter's (``src``, if given,
+    must be no smaller than index in every dim); PyTorch's checks."""
+    dim = _wrap_dim(fn, dim, t.ndim)
+    if not isinstance(index, _TB) or index.dtype is not int64:
+        raise RuntimeError(f"{fn}(): Expected dtype int64 for index")
+    if index.ndim != t.ndim:
+        raise RuntimeError(
+            f"{fn}(): Index tensor must have the same number of dimensions "
+            f"as {'self' if src is not None else 'input'} tensor")
+    for d in range(t.ndim):
+        small = (d == dim or index.shape[d] <= t.shape[d]) and (
+            src is None or index.shape[d] <= src.shape[d])
+        if small:
+            continue
+        if src is None:
+            raise RuntimeError(
+                f"{fn}(): Size does not match at dimension {d} expected "
+                f"index {list(index.shape)} to be no larger than self "
+                f"{list(t.shape)} apart from dimension {dim}")
+        raise RuntimeError(
+            f"{fn}(): Expected index {list(index.shape)} to be no larger "
+            f"than self {list(t.shape)} apart from dimension {dim} and to "
+            f"be no larger size than src {list(src.shape)}")
+    items = []
+    for d in range(t.ndim):
+        if d == dim:
+            items.append(index)
+            continue
+        along = [1] * t.ndim
+        along[d] = index.shape[d]
+        items.append(_arange(index.shape[d], t).reshape(*along))
+    return tuple(items)
 
 
 def _arange(n, like):

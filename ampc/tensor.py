@@ -21,7 +21,7 @@ import weakref
 import numpy as np
 
 from . import _C
-from . import _indexing
+from . import _indexing, _scatter
 from . import autograd as _ag
 from ._dtype_device import (
     _device_of, _device_str, _pybool, _wrap_dim, bfloat16, bool_, float16,
@@ -71,7 +71,8 @@ class return_types:
 # _TensorOps in _tensor_ops.py)
 
 
-class Tensor(_TensorConvert, _TensorOps, _indexing._TensorIndexing, _TB):
+class Tensor(_TensorConvert, _TensorOps, _indexing._TensorIndexing,
+             _scatter._TensorScatter, _TB):
     """An n-dimensional array on a device, with a dtype, that autograd can
     differentiate through.  Make one with ``ampc.tensor``, ``ampc.zeros``
     and friends.
@@ -448,11 +449,7 @@ class Tensor(_TensorConvert, _TensorOps, _indexing._TensorIndexing, _TB):
         if index.__class__ is list:
             index = _indexing.as_tuple(index)
         if _indexing.is_advanced(index):
-            src, index = _indexing.merge_mask_dims(self, index)
-            plan = _indexing.IndexPlan(src, index)
-            if _mode.enabled and src.requires_grad:
-                return _ag.IndexGather.apply(src, plan)
-            return plan.gather(src)
+            return _indexing.read(self, index, "__getitem__")
         if _mode.enabled and self.requires_grad:
             fixed = _fix_index(index)
             return _ag.GetItem.apply(self, index if fixed is None else fixed)
@@ -483,14 +480,7 @@ class Tensor(_TensorConvert, _TensorOps, _indexing._TensorIndexing, _TB):
         if index.__class__ is list:
             index = _indexing.as_tuple(index)
         if _indexing.is_advanced(index):
-            if _indexing.fill_by_mask(self, index, value):
-                return
-            plan = _indexing.IndexPlan(self, index)
-            if _mode.enabled and (self.requires_grad or (
-                    isinstance(value, _TB) and value.requires_grad)):
-                _inplace(self, _ag.IndexPut, plan, value)
-            else:
-                plan.put(self, value)
+            _indexing.put(self, index, value, name="__setitem__")
             return
         if _mode.enabled and (self.requires_grad or (
                 isinstance(value, _TB) and value.requires_grad)):

@@ -255,16 +255,18 @@ finish(const char *fn, int cuda_rc, int cpu_rc, AmpcTensorObject *written,
 static PyObject *
 op_index_gather(PyObject *module, PyObject *args, PyObject *kwds)
 {
-    static char *kwlist[] = {"input", "indices", "out", "dims", NULL};
-    static const char *fn = "index_gather";
+    static char *kwlist[] = {"input", "indices", "out", "dims", "name",
+                             NULL};
+    const char *fn = "index_gather";
     PyObject *t_obj, *i_obj, *v_obj, *dims = NULL;
     AmpcTensorObject *t, *v, *rows = NULL;
     ampc_index_geom g;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOO|$O:index_gather",
-                                     kwlist, &t_obj, &i_obj, &v_obj,
-                                     &dims)) {
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOO|$Oz:index_gather",
+                                     kwlist, &t_obj, &i_obj, &v_obj, &dims,
+                                     &fn)) {
         return NULL;
     }
+    fn = fn != NULL ? fn : "index_gather";
     int work = prepare(fn, t_obj, i_obj, v_obj, "out", dims, 0, &t, &v,
                        &rows, &g);
     if (work < 0) {
@@ -291,17 +293,18 @@ static PyObject *
 op_index_put_(PyObject *module, PyObject *args, PyObject *kwds)
 {
     static char *kwlist[] = {"input", "indices", "values", "accumulate",
-                             "dims", NULL};
-    static const char *fn = "index_put_";
+                             "dims", "name", NULL};
+    const char *fn = "index_put_";
     PyObject *t_obj, *i_obj, *v_obj, *dims = NULL;
     AmpcTensorObject *t, *v, *rows = NULL;
     int accumulate = 0;
     ampc_index_geom g;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOO|p$O:index_put_",
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOO|p$Oz:index_put_",
                                      kwlist, &t_obj, &i_obj, &v_obj,
-                                     &accumulate, &dims)) {
+                                     &accumulate, &dims, &fn)) {
         return NULL;
     }
+    fn = fn != NULL ? fn : "index_put_";
     int work = prepare(fn, t_obj, i_obj, v_obj, "values", dims, 1, &t, &v,
                        &rows, &g);
     if (work < 0) {
@@ -426,12 +429,14 @@ op_nonzero(PyObject *module, PyObject *arg)
 
 PyMethodDef ampc_index_methods[] = {
     {"index_gather", KW(op_index_gather),
-     "index_gather(input, indices, out, *, dims=None): out[j, ...] = "
-     "input[indices[:, j], ...], the first k dims of input indexed by the k "
-     "rows of int64 indices; dims names them in errors"},
+     "index_gather(input, indices, out, *, dims=None, name=None): out[j, "
+     "...] = input[indices[:, j], ...], the first k dims of input indexed by "
+     "the k rows of int64 indices; dims and name (the user's op) are for "
+     "errors"},
     {"index_put_", KW(op_index_put_),
-     "index_put_(input, indices, values, accumulate=False, *, dims=None): "
-     "input[indices[:, j], ...] = values[j, ...] (+= when accumulate)"},
+     "index_put_(input, indices, values, accumulate=False, *, dims=None, "
+     "name=None): input[indices[:, j], ...] = values[j, ...] (+= when "
+     "accumulate)"},
     {"nonzero", (PyCFunction)op_nonzero, METH_O,
      "nonzero(input) -> the (count, ndim) int64 coordinates of the true "
      "elements of a bool tensor"},

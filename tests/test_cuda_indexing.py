@@ -119,3 +119,26 @@ def test_matches_torch_on_the_gpu():
     np.testing.assert_array_equal(
         x.gather(1, ampc.tensor(index).to("cuda")).cpu().numpy(),
         t.gather(1, torch.from_numpy(index).cuda()).cpu().numpy())
+
+
+def test_scatter_index_add_take_one_hot_match_cpu():
+    rng = np.random.default_rng(6)
+    base = rng.normal(size=(6, 7)).astype(np.float32)
+    index = rng.integers(0, 6, size=(9, 7))
+    src = rng.normal(size=(9, 7)).astype(np.float32)
+    labels = rng.integers(0, 10, size=(5, 3))
+    outs = []
+    for dev in ("cpu", "cuda"):
+        x = ampc.tensor(base).to(dev)
+        i, s = ampc.tensor(index).to(dev), ampc.tensor(src).to(dev)
+        outs.append([x.scatter_add(0, i, s),
+                     x.index_add(1, ampc.tensor([6, 0, 6]).to(dev),
+                                 ampc.ones(6, 3).to(dev)),
+                     x.take(ampc.tensor([[41, 0], [-1, 3]]).to(dev)),
+                     ampc.nn.functional.one_hot(
+                         ampc.tensor(labels).to(dev), 10)])
+    for cpu, gpu in zip(*outs):
+        assert gpu.device.type == "cuda"
+        # (atomic adds on the GPU: the order of a repeated index's adds)
+        np.testing.assert_allclose(to64(gpu.cpu()), to64(cpu), rtol=1e-6,
+                                   atol=1e-6)

@@ -1,0 +1,127 @@
+"""scatter/scatter_add/index_add/take and F.one_hot (ampc/_scatter.py,
+ampc/nn/_encoding.py): values, gradients and errors against torch on
+random data (every dim of a 3-D tensor, repeated indices), against a NumPy
+loop where torch is absent, and 16-bit sums formed in float32."""
+import numpy as np
+import pytest
+
+import ampc
+from helpers import assert_close, torch_or_skip
+
+F = ampc.nn.functional
+
+
+def scatter_reference(base, dim, index, src, add):
+    """NumPy loop over index's elements (the definition)."""
+    out = base.copy()
+    for pos in np.ndindex(*index.shape):
+        at = list(pos)
+        at[dim] = index[pos]
+        if add:
+            out[tuple(at)] += src[pos]
+        else:
+            out[tuple(at)] = src[pos]
+    return out
+
+
+@pytest.mark.parametrize("dim", [0, 1, 2, -1])
+def test_scatter_add_matches_a_loop(dim):
+    rng = np.random.default_rng(dim + 5)
+    base = rng.normal(size=(4, 5, 3)).astype(np.float32)
+    ishape = [3, 4, 2]
+    index = rng.integers(0, base.shape[dim], size=ishape)
+    src = rng.normal(size=(4, 5, 3)).astype(np.float32)
+    got = ampc.tensor(base).scatter_add(dim, ampc.tensor(index),
+                                        ampc.tensor(src))
+    want = scatter_reference(base.astype(np.float64), dim % 3, index,
+                             src.astype(np.float64), True)
+    assert_close(got, want, "float32")
+
+
+@pytest.mark.parametrize("dim", [0, 1, 2])
+def test_scatter_and_index_add_match_torch(dim):
+    torch = torch_or_skip()
+    rng = np.random.default_rng(dim)
+    base = rng.normal(size=(4, 5, 3)).astype(np.float32)
+    n = base.shape[dim]
+    # unique positions along dim per column, so scatter's result is defined
+    index = np.argsort(rng.random((4, 5, 3)), axis=dim).take(
+        np.arange(2), axis=dim)
+    # (src of index's shape: torch's backward refuses a larger one)
+    src = rng.normal(size=index.shape).astype(np.float32)
+    shape = list(base.shape)
+    shape[dim] = 3
+    source = rng.normal(size=shape).astype(np.float32)
+    w = rng.normal(size=base.shape).astype(np.float32)
+    results = []
+    for lib in (ampc, torch):
+        b = lib.tensor(base, requires_grad=True)
+        s = lib.tensor(src, requires_grad=True)
+        so = lib.tensor(source, requires_grad=True)
+        i = lib.tensor(index)
+        out = (b * 1).scatter(dim, i, s) + (b * 1).scatter(dim, i, 2.5)
+        added = (b * 1).index_add(dim, lib.tensor([n - 1, 0, n - 1]), so,
+                                  alpha=0.5)
+        ((out + added) * lib.tensor(w)).sum().backward()
+        results.append([out.detach().numpy(), added.detach().numpy(),
+                        b.grad.numpy(), s.grad.numpy(), so.grad.numpy()])
+    for got, want in zip(*results):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+def test_take_and_one_hot_match_torch():
+    torch = torch_or_skip()
+    vals = np.arange(12.0, dtype=np.float32).reshape(3, 4)
+    idx = np.array([[11, 0], [-1, 5]])
+    x = ampc.tensor(vals, requires_grad=True)
+    t = torch.tensor(vals, requires_grad=True)
+    got, want = x.take(ampc.tensor(idx)), t.take(torch.tensor(idx))
+    np.testing.assert_array_equal(got.detach().numpy(),
+                                  want.detach().numpy())
+    got.sum().backward()
+    want.sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), t.grad.numpy())
+    labels = np.array([[0, 3], [2, 2]])
+    for n in (-1, 6):
+        np.testing.assert_array_equal(
+            F.one_hot(ampc.tensor(labels), n).numpy(),
+            torch.nn.functional.one_hot(torch.tensor(labels), n).numpy())
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_16_bit_scatter_add_sums_in_float32(dtype):
+    """2049 ones into one element: 2049 (float32 sum, one rounding), where
+    adding in 16 bits one at a time would stop at 2048."""
+    x = ampc.zeros(2, dtype=getattr(ampc, dtype))
+    x.scatter_add_(0, ampc.zeros(2049, dtype=ampc.int64),
+                   ampc.ones(2049, dtype=getattr(ampc, dtype)))
+    assert_close(x, np.array([2048.0 if dtype == "bfloat16" else 2049.0,
+                              0.0]), dtype)
+
+
+def test_errors_name_the_problem():
+    x = ampc.zeros(3, 5)
+    idx = ampc.tensor([[0, 1, 2, 0, 0], [2, 0, 0, 1, 2]])
+    with pytest.raises(RuntimeError, match=r"scatter\(\): Expected index "
+                                           r"\[2, 5\] to be no larger than "
+                                           r"self \[3, 5\] apart from "
+                                           r"dimension 0 and to be no larger "
+                                           r"size than src \[1, 5\]"):
+        x.scatter(0, idx, ampc.ones(1, 5))
+    with pytest.raises(IndexError, match=r"scatter_\(\): index 5 is out of "
+                                         r"bounds for dimension 0 with size "
+                                         r"3"):
+        x.scatter(0, ampc.tensor([[5]]), 1.0)
+    with pytest.raises(ValueError, match="reduce argument"):
+        x.scatter(0, idx, 1.0, reduce="multiply")
+    with pytest.raises(RuntimeError, match="source tensor shape must match"):
+        x.index_add_(0, ampc.tensor([0]), ampc.ones(2, 5))
+    with pytest.raises(RuntimeError, match="Expected a long tensor"):
+        x.take(ampc.tensor([0.0]))
+    for labels, n, msg in [([0, 5], 4, "smaller than num_classes"),
+                           ([0, -1], -1, "non-negative"),
+                           ([], -1, "Can not infer")]:
+        with pytest.raises(RuntimeError, match=msg):
+            F.one_hot(ampc.tensor(labels, dtype=ampc.int64), n)
+    with pytest.raises(RuntimeError, match="LongTensor"):
+        F.one_hot(ampc.tensor([0.0, 1.0]))
