@@ -328,6 +328,8 @@ scaler_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     self->unscaled = PySet_New(NULL);
     self->dev_counts = PyList_New(0);
     self->warn_after_skips = 10;
+    self->min_scale = 0.0;
+    self->max_scale = INFINITY;
     self->new_iteration = 1;
     if (self->device == NULL || self->per_opt == NULL ||
         self->prev_nonfinite == NULL || self->cur_nonfinite == NULL ||
@@ -425,12 +427,15 @@ scaler_init(AmpcGradScalerObject *self, PyObject *args, PyObject *kwds)
 {
     static char *kwlist[] = {"device", "init_scale", "growth_factor",
                              "backoff_factor", "growth_interval", "enabled",
-                             NULL};
+                             "min_scale", "max_scale", NULL};
     PyObject *device = NULL, *init_scale = NULL, *growth = NULL;
     PyObject *backoff = NULL, *interval = NULL, *enabled = Py_True;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "|OOOOOO:GradScaler",
+    PyObject *lo = Py_None, *hi = Py_None;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "|OOOOOO$OO:GradScaler",
                                      kwlist, &device, &init_scale, &growth,
-                                     &backoff, &interval, &enabled)) {
+                                     &backoff, &interval, &enabled, &lo,
+                                     &hi) ||
+        ampc_gs_set_bounds(self, lo, hi, "GradScaler") < 0) {
         return -1;
     }
     PyObject *dev = device == NULL ? PyUnicode_FromString("cuda")

@@ -57,6 +57,7 @@ typedef struct AmpcGradScalerObject {
     int last_skipped;
     int64_t consecutive_skips;      /* update()s in a row that backed off */
     int64_t warn_after_skips;
+    double min_scale, max_scale;    /* update()'s bounds; 0 and inf: none */
     int64_t loss_streak;            /* ... of which the loss was not finite */
     int64_t stale_streak;           /* ... of which the infs persisted */
     int scaled;                     /* scale() ran since the last update() */
@@ -228,5 +229,10 @@ PyObject *ampc_gs_m_check_scale_growth_tracker(AmpcGradScalerObject *self,
                                                PyObject *arg);
 PyObject *ampc_gs_m_lazy_init(AmpcGradScalerObject *self,
                               PyObject *arg);
+
+/* Sets min_scale and max_scale from Python values (None: no bound; else
+ * a number > 0, min <= max); -1 with ValueError naming fn. */
+int ampc_gs_set_bounds(AmpcGradScalerObject *self, PyObject *lo,
+                       PyObject *hi, const char *fn);
 
 #endif /* AMPC_GRAD_SCALER_H */

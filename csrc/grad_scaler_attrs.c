@@ -1,11 +1,14 @@
 /* grad_scaler_attrs.c - GradScaler's attributes (split from
  * grad_scaler.c, which has the type): PyTorch's private fields (_scale,
  * _growth_tracker, _enabled, ...), which scripts and tests read and write
- * directly, ampc's warn_after_skips, and the methods that read and write
- * the settings (get_scale(), set_growth_factor(), ...: PyTorch's plain
- * reads and writes) and a few private helpers PyTorch's tests call.
+ * directly, ampc's warn_after_skips, min_scale and max_scale, and the
+ * methods that read and write the settings (get_scale(),
+ * set_growth_factor(), ...: PyTorch's plain reads and writes) and a few
+ * private helpers PyTorch's tests call.
  */
 #include "grad_scaler.h"
+
+#include <math.h>
 
 // ----------------------------------------------------------------------------
 // attributes
@@ -100,6 +103,81 @@ scaler_setattr_warn_after(AmpcGradScalerObject *self, PyObject *v,
     return 0;
 }
 
+int
+ampc_gs_set_bounds(AmpcGradScalerObject *self, PyObject *lo, PyObject *hi,
+                   const char *fn)
+{
+    double b[2] = {0.0, INFINITY};
+    PyObject *v[2] = {lo, hi};
+    for (int i = 0; i < 2; i++) {
+        if (v[i] == Py_None) {
+            continue;
+        }
+        b[i] = PyFloat_AsDouble(v[i]);
+        if (b[i] == -1.0 && PyErr_Occurred()) {
+            return -1;
+        }
+        if (!(b[i] > 0.0) || isinf(b[i])) {
+            PyErr_Format(PyExc_ValueError,
+                         "%s(): %s must be None or a finite number > 0, got "
+                         "%R",
+                         fn, i ? "max_scale" : "min_scale", v[i]);
+            return -1;
+        }
+    }
+    if (b[0] > b[1]) {
+        PyErr_Format(PyExc_ValueError,
+                     "%s(): min_scale (%R) must not exceed max_scale (%R)",
+                     fn, lo, hi);
+        return -1;
+    }
+    self->min_scale = b[0];
+    self->max_scale = b[1];
+    return 0;
+}
+
+static PyObject *
+bound_object(double v, double none)
+{
+    return v == none ? Py_NewRef(Py_None) : PyFloat_FromDouble(v);
+}
+
+static PyObject *
+scaler_attr_min_scale(AmpcGradScalerObject *self, void *closure)
+{
+    return bound_object(self->min_scale, 0.0);
+}
+
+static int
+scaler_setattr_min_scale(AmpcGradScalerObject *self, PyObject *v,
+                         void *closure)
+{
+    PyObject *hi = bound_object(self->max_scale, INFINITY);
+    int rc = hi == NULL ? -1
+                        : ampc_gs_set_bounds(self, v ? v : Py_None, hi,
+                                             "GradScaler.min_scale");
+    Py_XDECREF(hi);
+    return rc;
+}
+
+static PyObject *
+scaler_attr_max_scale(AmpcGradScalerObject *self, void *closure)
+{
+    return bound_object(self->max_scale, INFINITY);
+}
+
+static int
+scaler_setattr_max_scale(AmpcGradScalerObject *self, PyObject *v,
+                         void *closure)
+{
+    PyObject *lo = bound_object(self->min_scale, 0.0);
+    int rc = lo == NULL ? -1
+                        : ampc_gs_set_bounds(self, lo, v ? v : Py_None,
+                                             "GradScaler.max_scale");
+    Py_XDECREF(lo);
+    return rc;
+}
+
 #define GETSET(name, member)                                                \
     {name, (getter)scaler_attr_##member, (setter)scaler_setattr_##member,   \
      NULL, NULL}
@@ -116,6 +194,16 @@ PyGetSetDef ampc_gs_getset[] = {
     GETSET("_growth_tracker", growth_tracker),
     {"_per_optimizer_states", (getter)scaler_attr_per_opt, NULL,
      "id(optimizer) -> {'stage': OptState, 'found_inf_per_device': {...}}",
+     NULL},
+    {"min_scale", (getter)scaler_attr_min_scale,
+     (setter)scaler_setattr_min_scale,
+     "update() keeps the scale at or above this (None: no floor; beyond "
+     "PyTorch)",
+     NULL},
+    {"max_scale", (getter)scaler_attr_max_scale,
+     (setter)scaler_setattr_max_scale,
+     "update() keeps the scale at or below this (None: no cap; beyond "
+     "PyTorch)",
      NULL},
     {"warn_after_skips", (getter)scaler_attr_warn_after,
      (setter)scaler_setattr_warn_after,

@@ -12,6 +12,52 @@
 // ----------------------------------------------------------------------------
 // state_dict, load_state_dict, pickling
 
+/* The bounds that are set, under the given keys of dict d. */
+static int
+bounds_into(AmpcGradScalerObject *self, PyObject *d, const char *lo_key,
+            const char *hi_key)
+{
+    double v[2] = {self->min_scale, self->max_scale};
+    int set[2] = {self->min_scale > 0.0, !isinf(self->max_scale)};
+    const char *keys[2] = {lo_key, hi_key};
+    for (int i = 0; i < 2; i++) {
+        PyObject *f = set[i] ? PyFloat_FromDouble(v[i]) : NULL;
+        if (set[i] && (f == NULL || PyDict_SetItemString(d, keys[i], f) < 0)) {
+            Py_XDECREF(f);
+            return -1;
+        }
+        Py_XDECREF(f);
+    }
+    return 0;
+}
+
+/* The bounds under the given keys of mapping m (absent: none). */
+static int
+bounds_from(AmpcGradScalerObject *self, PyObject *m, const char *lo_key,
+            const char *hi_key, const char *fn)
+{
+    PyObject *v[2] = {Py_None, Py_None};
+    const char *keys[2] = {lo_key, hi_key};
+    int rc = 0;
+    for (int i = 0; i < 2 && rc == 0; i++) {
+        int has = PyMapping_HasKeyString(m, keys[i]);
+        if (has) {
+            v[i] = PyMapping_GetItemString(m, keys[i]);
+            rc = v[i] == NULL ? -1 : 0;
+        }
+        else {
+            Py_INCREF(Py_None);
+        }
+    }
+    if (rc == 0) {
+        rc = ampc_gs_set_bounds(self, v[0], v[1], fn);
+    }
+    for (int i = 0; i < 2; i++) {
+        Py_XDECREF(v[i]);
+    }
+    return rc;
+}
+
 PyObject *
 ampc_gs_state_dict(AmpcGradScalerObject *self, PyObject *unused)
 {
@@ -31,10 +77,15 @@ ampc_gs_state_dict(AmpcGradScalerObject *self, PyObject *unused)
         Py_XDECREF(tracker);
         return NULL;
     }
-    return Py_BuildValue("{sNsOsOsOsN}", "scale", scale, "growth_factor",
-                         self->growth_factor, "backoff_factor",
-                         self->backoff_factor, "growth_interval",
-                         self->growth_interval, "_growth_tracker", tracker);
+    PyObject *sd = Py_BuildValue(
+        "{sNsOsOsOsN}", "scale", scale, "growth_factor", self->growth_factor,
+        "backoff_factor", self->backoff_factor, "growth_interval",
+        self->growth_interval, "_growth_tracker", tracker);
+    /* the bounds (beyond PyTorch) only when set: PyTorch's keys otherwise */
+    if (sd != NULL && bounds_into(self, sd, "min_scale", "max_scale") < 0) {
+        Py_CLEAR(sd);
+    }
+    return sd;
 }
 
 /* A loaded value written into a 0-d tensor (PyTorch's fill_). */
@@ -91,6 +142,13 @@ ampc_gs_load_state_dict(AmpcGradScalerObject *self, PyObject *sd)
             }
             return NULL;
         }
+    }
+    if (bounds_from(self, sd, "min_scale", "max_scale",
+                    "GradScaler.load_state_dict") < 0) {
+        for (int i = 0; i < 5; i++) {
+            Py_DECREF(v[i]);
+        }
+        return NULL;
     }
     /* new references move into the fields */
     Py_XSETREF(self->init_scale, v[0]);
@@ -151,6 +209,7 @@ ampc_gs_getstate(AmpcGradScalerObject *self, PyObject *unused)
                     dev_stats[AMPC_AMP_STAT_FUSED_SKIPPED]),
         "warn_after_skips", (long long)self->warn_after_skips);
     if (stats == NULL ||
+        bounds_into(self, stats, "min_scale", "max_scale") < 0 ||
         PyDict_SetItemString(state, "_ampc_stats", stats) < 0) {
         Py_XDECREF(stats);
         goto error;
@@ -245,7 +304,9 @@ ampc_gs_setstate(AmpcGradScalerObject *self, PyObject *state)
             self->steps = s ? PyLong_AsLongLong(s) : 0;
             self->skipped_steps = k2 ? PyLong_AsLongLong(k2) : 0;
             self->warn_after_skips = w ? PyLong_AsLongLong(w) : 10;
-            if (PyErr_Occurred()) {
+            if (PyErr_Occurred() ||
+                bounds_from(self, value, "min_scale", "max_scale",
+                            "GradScaler.__setstate__") < 0) {
                 return NULL;
             }
             known = 1;

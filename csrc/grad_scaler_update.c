@@ -131,6 +131,15 @@ diagnose_skips(AmpcGradScalerObject *self)
                  "at the start of every iteration.",
                  which);
     }
+    else if (self->min_scale > 0.0 && scale <= self->min_scale) {
+        snprintf(cause, sizeof(cause),
+                 "the gradients (%s) overflow even at the scale's floor "
+                 "(min_scale=%g): float16's range is too small for this "
+                 "model at that scale, so lower min_scale, use bfloat16 "
+                 "autocast (no GradScaler needed), or run the overflowing "
+                 "layers in float32.",
+                 which, self->min_scale);
+    }
     else if (scale < 1.0f) {
         snprintf(cause, sizeof(cause),
                  "the gradients (%s) overflow even with a scale below 1, so "
@@ -180,6 +189,7 @@ note_update(AmpcGradScalerObject *self, float found)
     return 0;
 }
 
+static int clamp_scale(AmpcGradScalerObject *self);
 static int update_from(AmpcGradScalerObject *self, PyObject *founds,
                        Py_ssize_t n_states);
 
@@ -297,7 +307,7 @@ ampc_gs_update(AmpcGradScalerObject *self, PyObject *args, PyObject *kwds)
         }
         int rc = update_from(self, founds, n_states);
         Py_DECREF(founds);
-        if (rc < 0) {
+        if (rc < 0 || clamp_scale(self) < 0) {
             return NULL;
         }
     }
@@ -385,6 +395,37 @@ done:
     Py_XDECREF(moved);
     PyMem_Free(ptrs);
     return rc;
+}
+
+/* update()'s bounds (beyond PyTorch), applied to the new scale where it
+ * lives: ampc's clamp (on CUDA two element-wise kernels, no wait; also
+ * inside a CUDA graph capture). */
+static int
+clamp_scale(AmpcGradScalerObject *self)
+{
+    if (self->min_scale == 0.0 && isinf(self->max_scale)) {
+        return 0;
+    }
+    PyObject *module = PyImport_ImportModule("ampc._C");
+    PyObject *clamp = module ? PyObject_GetAttrString(module, "clamp") : NULL;
+    Py_XDECREF(module);
+    if (clamp == NULL) {
+        return -1;
+    }
+    PyObject *lo = self->min_scale > 0.0 ? PyFloat_FromDouble(self->min_scale)
+                                         : Py_NewRef(Py_None);
+    PyObject *hi = isinf(self->max_scale) ? Py_NewRef(Py_None)
+                                          : PyFloat_FromDouble(self->max_scale);
+    PyObject *res = NULL;
+    if (lo != NULL && hi != NULL) {
+        res = PyObject_CallFunctionObjArgs(clamp, self->scale, lo, hi,
+                                           self->scale, NULL);
+    }
+    Py_XDECREF(lo);
+    Py_XDECREF(hi);
+    Py_DECREF(clamp);
+    Py_XDECREF(res);
+    return res == NULL ? -1 : 0;
 }
 
 /* update() without new_scale: founds (a list of at least one tensor) from

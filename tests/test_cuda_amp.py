@@ -201,15 +201,16 @@ def _tiny_model(dev, seed=0):
     return model, x, y
 
 
-def _train(dev, steps, fused=False, poison=(), reads=None):
+def _train(dev, steps, fused=False, poison=(), reads=None, **bounds):
     """SGD with a GradScaler on dev; the gradient of the first parameter
     is poisoned with inf at the steps in `poison`; reads: a list that gets
-    each step's host-read count."""
+    each step's host-read count; bounds: min_scale, max_scale."""
     model, x, y = _tiny_model(dev)
     kw = {"fused": True} if fused else {}
     opt = ampc.optim.SGD(model.parameters(), lr=0.05, momentum=0.9, **kw)
     scaler = ampc.amp.GradScaler("cuda" if dev == "cuda" else "cpu",
-                                 init_scale=2.0 ** 10, growth_interval=2)
+                                 init_scale=2.0 ** 10, growth_interval=2,
+                                 **bounds)
     first = next(iter(model.parameters()))
     for i in range(steps):
         before = C._cuda_host_reads()
@@ -242,6 +243,24 @@ def test_grad_scaler_training_on_cuda_matches_cpu():
                 "growth_tracker"):
         assert st_g[key] == st_c[key], key
     assert st_g["skipped_steps"] == len(poison)
+
+
+@pytest.mark.cuda
+@requires_cuda
+@pytest.mark.parametrize("fused", [False, True])
+def test_scale_bounds_on_cuda_match_cpu_without_a_sync(fused):
+    """min_scale/max_scale clamp on the device: the same scales as the
+    CPU, and no host read beyond the unbounded scaler's."""
+    bounds = dict(min_scale=2.0 ** 9, max_scale=2.0 ** 11)
+    poison = (3, 4, 5)
+    _, sc = _train("cpu", 10, poison=poison, **bounds)
+    reads = []
+    _, sg = _train("cuda", 10, fused=fused, poison=poison, reads=reads,
+                   **bounds)
+    assert sg.get_scale() == sc.get_scale()
+    plain = []
+    _train("cuda", 10, fused=fused, poison=poison, reads=plain)
+    assert reads == plain
 
 
 @pytest.mark.cuda

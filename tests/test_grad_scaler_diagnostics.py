@@ -182,3 +182,58 @@ def test_warning_bfloat16_autocast():
                                          "autocast"):
         with ampc.autocast("cpu", dtype=ampc.bfloat16):
             s.scale(ampc.ones(1))
+
+
+def _iterations(scaler, model, opt, n, nonfinite):
+    for _ in range(n):
+        opt.zero_grad()
+        scaler.scale(model(ampc.ones(1, 2)).sum()).backward()
+        if nonfinite:           # (a gradient overflow, the loss finite)
+            ampc.testing.plant_nonfinite(model.weight)
+        scaler.step(opt)
+        scaler.update()
+
+
+def test_min_and_max_scale_bound_the_scale():
+    """Beyond PyTorch (user_needs A1, PyTorch #99640): update() keeps the
+    scale in [min_scale, max_scale]; skipped steps stay skipped; the bounds
+    go through state_dict (only when set) and pickling; the warning after
+    repeated skips names the floor."""
+    import pickle
+    model = nn.Linear(2, 1)
+    opt = ampc.optim.SGD(model.parameters(), lr=0.1)
+    s = scaler_cpu(init_scale=4.0, growth_interval=1, min_scale=1.0,
+                   max_scale=16.0)
+    assert (s.min_scale, s.max_scale) == (1.0, 16.0)
+    _iterations(s, model, opt, 5, nonfinite=False)
+    assert s.get_scale() == 16.0                   # 4 -> 8 -> 16, capped
+    s.warn_after_skips = 4
+    with pytest.warns(UserWarning, match=r"floor \(min_scale=1\)"):
+        _iterations(s, model, opt, 6, nonfinite=True)
+    assert s.get_scale() == 1.0 and s.stats()["skipped_steps"] == 6
+    sd = s.state_dict()
+    assert (sd["min_scale"], sd["max_scale"]) == (1.0, 16.0)
+    fresh = scaler_cpu()
+    assert "min_scale" not in fresh.state_dict()    # PyTorch's keys
+    fresh.load_state_dict(sd)
+    copy = pickle.loads(pickle.dumps(s))
+    for other in (fresh, copy):
+        assert (other.min_scale, other.max_scale) == (1.0, 16.0)
+    s.min_scale = None
+    _iterations(s, model, opt, 1, nonfinite=True)
+    assert s.get_scale() == 0.5                    # no floor any more
+    s.update(new_scale=1024.0)                      # explicit: not capped
+    assert s.get_scale() == 1024.0
+
+
+def test_scale_bounds_are_checked():
+    for kw, msg in [(dict(min_scale=0.0), "min_scale must be None or a "
+                     "finite number > 0"),
+                    (dict(max_scale=float("inf")), "max_scale must be"),
+                    (dict(min_scale=4.0, max_scale=2.0),
+                     r"min_scale \(4.0\) must not exceed max_scale \(2.0\)")]:
+        with pytest.raises(ValueError, match=msg):
+            scaler_cpu(**kw)
+    s = scaler_cpu(max_scale=8.0)
+    with pytest.raises(ValueError, match="must not exceed"):
+        s.min_scale = 16.0
