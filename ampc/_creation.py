@@ -568,7 +568,8 @@ _FUNCTIONS = [
     "permute", "unsqueeze", "squeeze", "clone", "detach", "any", "all",
     "mm", "nonzero", "argwhere", "masked_select", "index_select", "gather",
     "index_put", "masked_fill", "scatter", "scatter_add", "index_add",
-    "take", "narrow",
+    "take", "narrow", "isclose", "allclose", "equal", "logical_and",
+    "logical_or", "logical_xor", "logical_not",
 ]
 # Kept out of this module's globals (they would shadow the builtins
 # sum/max/min/abs/any/all here); ampc/__init__.py exports them.

@@ -32,6 +32,8 @@ from ._tensor_args import (  # noqa: F401  (some re-exported)
     _dims_arg, _raw_to_device, _shape_arg,
 )
 from ._tensor_convert import _TensorConvert, _parse_to  # noqa: F401
+from ._tensor_close import _TensorClose
+from ._tensor_logic import _TensorLogic
 from ._tensor_ops import _TensorOps
 from .autograd.function import _fresh_grad_fn
 
@@ -72,7 +74,7 @@ class return_types:
 
 
 class Tensor(_TensorConvert, _TensorOps, _indexing._TensorIndexing,
-             _scatter._TensorScatter, _TB):
+             _scatter._TensorScatter, _TensorClose, _TensorLogic, _TB):
     """An n-dimensional array on a device, with a dtype, that autograd can
     differentiate through.  Make one with ``ampc.tensor``, ``ampc.zeros``
     and friends.
