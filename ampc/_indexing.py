@@ -148,8 +148,9 @@ class IndexPlan:
     """How ``t[index]`` reads and writes: the basic part, the view dims the
     index tensors cover, their rows, and where the broadcast dims go."""
 
-    def __init__(self, t, index, name="index"):
+    def __init__(self, t, index, name="index", wrap=True):
         self.name = name            # the user's op, for errors
+        self.wrap = wrap            # negative indices count from the end
         items = list(index) if index.__class__ is tuple else [index]
         items = [i if i is None or i is Ellipsis or isinstance(i, slice)
                  or _is_int(i) else _as_index_tensor(i, t.device)
@@ -251,7 +252,8 @@ class IndexPlan:
         out = _C.empty(self.result_shape(), t.dtype, _dev(t))
         _C.index_gather(self._moved(t), self.rows,
                         self._as_rows(out, view=True),
-                        dims=self.src_dims, name=self.name)
+                        dims=self.src_dims, name=self.name,
+                        wrap=self.wrap)
         return out
 
     def put(self, t, value, accumulate=False):
@@ -277,11 +279,13 @@ class IndexPlan:
             # 16-bit sums are formed in float32, rounded once
             wide = _C.cast(dst, float32)
             _C.index_put_(wide, self.rows, _C.cast(vals, float32), True,
-                          dims=self.src_dims, name=self.name)
+                          dims=self.src_dims, name=self.name,
+                        wrap=self.wrap)
             _C.copy_(dst, wide)
         else:
             _C.index_put_(dst, self.rows, vals, accumulate,
-                          dims=self.src_dims, name=self.name)
+                          dims=self.src_dims, name=self.name,
+                        wrap=self.wrap)
         return t
 
     def scatter_add(self, g, in_shape):
@@ -338,14 +342,22 @@ class _TensorIndexing:
 
     def narrow(self, dim, start, length):
         """The view of ``length`` entries from ``start`` along ``dim``."""
+        if self.ndim == 0:
+            raise RuntimeError("narrow() cannot be applied to a 0-dim "
+                               "tensor.")
         dim = _wrap_dim("narrow", dim, self.ndim)
         size = self.shape[dim]
-        if start < 0:
-            start += size
-        if not 0 <= start <= size or length < 0 or start + length > size:
+        if not -size <= start <= size:
             raise IndexError(
+                f"narrow(): start out of range (expected to be in range of "
+                f"[{-size}, {size}], but got {start})")
+        if length < 0:
+            raise RuntimeError("narrow(): length must be non-negative.")
+        start = start + size if start < 0 else start
+        if start + length > size:
+            raise RuntimeError(
                 f"narrow(): start ({start}) + length ({length}) exceeds "
-                f"dimension size ({size}), or one of them is out of range")
+                f"dimension size ({size}).")
         return self[(slice(None),) * dim + (slice(start, start + length),)]
 
     def index_select(self, dim, index):
@@ -355,14 +367,19 @@ class _TensorIndexing:
                 index.ndim > 1:
             raise IndexError("index_select(): expected index to be a 0-d or "
                              "1-D int64 tensor")
-        return read(self, (slice(None),) * dim + (index.reshape(-1),),
-                    "index_select")
+        src = self.reshape(1) if self.ndim == 0 else self
+        out = read(src, (slice(None),) * dim + (index.reshape(-1),),
+                   "index_select", wrap=False)
+        return out.reshape(()) if self.ndim == 0 else out
 
     def gather(self, dim, index):
         """``out[i][j] = self[index[i][j]][j]`` for dim 0 (and so on): the
         values along ``dim`` at ``index``, an int64 tensor of self's ndim
         and, in the other dims, no larger; out has index's shape."""
-        return read(self, along_dim("gather", self, dim, index), "gather")
+        found = along_dim("gather", self, dim, index)
+        if found is None:
+            return _C.full(tuple(index.shape), 0, self.dtype, _dev(self))
+        return read(*found, "gather", wrap=False).reshape(*index.shape)
 
     def index_put_(self, indices, values, accumulate=False):
         """``self[indices] = values`` for a tuple of index tensors (``+=``
@@ -378,25 +395,35 @@ class _TensorIndexing:
         return self.clone().index_put_(indices, values, accumulate)
 
 
-def read(t, index, name):
-    """``t[index]`` for an advanced index, with autograd; ``name`` is the
-    user's op, for errors."""
+def read(t, index, name, wrap=True):
+    """``t[index]`` as a new tensor, with autograd; ``name`` is the user's
+    op, for errors; ``wrap=False``: a negative index is out of bounds (as
+    in gather)."""
     from .autograd import IndexGather, _mode
+    if not is_advanced(index):
+        return t[index].clone()         # (ints only: a 0-d take)
     t, index = merge_mask_dims(t, index)
-    plan = IndexPlan(t, index, name)
+    plan = IndexPlan(t, index, name, wrap)
     if _mode.enabled and t.requires_grad:
         return IndexGather.apply(t, plan)
     return plan.gather(t)
 
 
-def put(t, index, values, accumulate=False, name="index_put_"):
+def put(t, index, values, accumulate=False, name="index_put_", wrap=True):
     """``t[index] = values``, or ``+=`` with ``accumulate`` (a repeated
     index adds each of its values), with autograd; returns t.  ``name`` is
-    the user's op, for errors."""
+    the user's op, for errors; ``wrap=False``: a negative index is out of
+    bounds (as in scatter)."""
     from .autograd import IndexAdd, IndexPut, _mode, inplace
+    if not is_advanced(index):
+        index = tuple(_as_index_tensor(i, t.device) if _is_int(i) else i
+                      for i in (index if index.__class__ is tuple
+                                else (index,)))
+        index = tuple(i.reshape(1) if isinstance(i, _TB) else i
+                      for i in index)
     if not accumulate and fill_by_mask(t, index, values):
         return t
-    plan = IndexPlan(t, index, name)
+    plan = IndexPlan(t, index, name, wrap)
     if _mode.enabled and (t.requires_grad or (
             isinstance(values, _TB) and values.requires_grad)):
         return inplace(t, IndexAdd if accumulate else IndexPut, plan, values)
@@ -404,17 +431,23 @@ def put(t, index, values, accumulate=False, name="index_put_"):
 
 
 def along_dim(fn, t, dim, index, src=None):
-    """The index tuple that pairs each element of ``index`` (an int64
+    """(t, the index tuple) that pairs each element of ``index`` (an int64
     tensor of t's ndim) with its position along ``dim`` and its own
     coordinates elsewhere: gather's, and scatter's (``src``, if given,
-    must be no smaller than index in every dim); PyTorch's checks."""
+    must be no smaller than index in every dim); PyTorch's checks.  A 0-d
+    t comes back as a 1-element view; None for an empty index (PyTorch
+    checks nothing then)."""
     dim = _wrap_dim(fn, dim, t.ndim)
     if not isinstance(index, _TB) or index.dtype is not int64:
         raise RuntimeError(f"{fn}(): Expected dtype int64 for index")
+    if index.numel() == 0:
+        return None
     if index.ndim != t.ndim:
         raise RuntimeError(
             f"{fn}(): Index tensor must have the same number of dimensions "
             f"as {'self' if src is not None else 'input'} tensor")
+    if t.ndim == 0:
+        return t.reshape(1), (index.reshape(1),)
     for d in range(t.ndim):
         small = (d == dim or index.shape[d] <= t.shape[d]) and (
             src is None or index.shape[d] <= src.shape[d])
@@ -437,7 +470,7 @@ def along_dim(fn, t, dim, index, src=None):
         along = [1] * t.ndim
         along[d] = index.shape[d]
         items.append(_arange(index.shape[d], t).reshape(*along))
-    return tuple(items)
+    return t, tuple(items)
 
 
 def _arange(n, like):

@@ -13,7 +13,6 @@ from ._dtype_device import _wrap_dim, int64
 from ._indexing import along_dim, put, read
 
 _TB = _C.TensorBase
-_REDUCE_ADD = ("add", "sum")
 
 
 def _values_for(fn, index, src, value):
@@ -33,16 +32,26 @@ class _TensorScatter:
     def scatter_(self, dim, index, src=None, *, value=None, reduce=None):
         """``self[index[i][j]][j] = src[i][j]`` for dim 0 (and so on; src
         may be a number, or given as ``value=``): each element of
-        ``index`` (int64, self's ndim) names a position along ``dim``.
-        ``reduce="add"`` adds instead."""
-        if reduce not in (None,) + _REDUCE_ADD:
-            raise ValueError(
-                f"scatter_(): reduce argument must be either add, got "
-                f"{reduce!r} (ampc does not multiply)")
-        items = along_dim("scatter", self, dim, index,
+        ``index`` (int64, self's ndim, in [0, size)) names a position along
+        ``dim``.  ``reduce="add"`` adds instead."""
+        if reduce not in (None, "add"):
+            raise RuntimeError("scatter_(): reduce argument must be either "
+                               f"add or multiply (ampc: add), got {reduce!r}")
+        if isinstance(src, _TB) and src.dtype is not self.dtype:
+            raise RuntimeError(
+                f"scatter_(): Expected self.dtype to be equal to src.dtype "
+                f"(self {self.dtype.name}, src {src.dtype.name})")
+        found = along_dim("scatter", self, dim, index,
                           src if isinstance(src, _TB) else None)
-        return put(self, items, _values_for("scatter", index, src, value),
-                   accumulate=reduce is not None, name="scatter_")
+        if found is None:
+            return self
+        target, items = found
+        values = _values_for("scatter", index, src, value)
+        if isinstance(values, _TB) and self.ndim == 0:
+            values = values.reshape(1)
+        put(target, items, values, accumulate=reduce is not None,
+            name="scatter_", wrap=False)
+        return self
 
     def scatter(self, dim, index, src=None, *, value=None, reduce=None):
         """``scatter_`` on a copy."""
@@ -77,10 +86,18 @@ class _TensorScatter:
                 f"index_add_(): source tensor shape must match self tensor "
                 f"shape, excluding the specified dimension. Got self.shape "
                 f"= {list(self.shape)} source.shape = {got}")
+        if source.dtype is not self.dtype:
+            raise RuntimeError(
+                f"index_add_(): self ({self.dtype.name}) and source "
+                f"({source.dtype.name}) must have the same scalar type")
         if alpha != 1:
             source = source * alpha
+        if self.ndim == 0:
+            put(self.reshape(1), (index,), source.reshape(1),
+                accumulate=True, name="index_add_", wrap=False)
+            return self
         return put(self, (slice(None),) * dim + (index,), source,
-                   accumulate=True, name="index_add_")
+                   accumulate=True, name="index_add_", wrap=False)
 
     def index_add(self, dim, index, source, *, alpha=1):
         """``index_add_`` on a copy."""

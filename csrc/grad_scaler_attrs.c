@@ -113,6 +113,13 @@ ampc_gs_set_bounds(AmpcGradScalerObject *self, PyObject *lo, PyObject *hi,
         if (v[i] == Py_None) {
             continue;
         }
+        if (!PyFloat_Check(v[i]) && !PyLong_Check(v[i])) {
+            PyErr_Format(PyExc_TypeError,
+                         "%s(): %s must be None or a number, not %.100s", fn,
+                         i ? "max_scale" : "min_scale",
+                         Py_TYPE(v[i])->tp_name);
+            return -1;
+        }
         b[i] = PyFloat_AsDouble(v[i]);
         if (b[i] == -1.0 && PyErr_Occurred()) {
             return -1;

@@ -31,30 +31,33 @@ bounds_into(AmpcGradScalerObject *self, PyObject *d, const char *lo_key,
     return 0;
 }
 
-/* The bounds under the given keys of mapping m (absent: none). */
+/* The bounds under the given keys of mapping m; an absent key keeps the
+ * current bound (a state dict from PyTorch, or from an unbounded scaler,
+ * leaves the constructor's guardrail in place). */
 static int
 bounds_from(AmpcGradScalerObject *self, PyObject *m, const char *lo_key,
             const char *hi_key, const char *fn)
 {
-    PyObject *v[2] = {Py_None, Py_None};
+    double now[2] = {self->min_scale, self->max_scale};
+    double none[2] = {0.0, INFINITY};
     const char *keys[2] = {lo_key, hi_key};
+    PyObject *v[2] = {NULL, NULL};
     int rc = 0;
     for (int i = 0; i < 2 && rc == 0; i++) {
-        int has = PyMapping_HasKeyString(m, keys[i]);
-        if (has) {
+        if (PyMapping_HasKeyString(m, keys[i])) {
             v[i] = PyMapping_GetItemString(m, keys[i]);
-            rc = v[i] == NULL ? -1 : 0;
         }
         else {
-            Py_INCREF(Py_None);
+            v[i] = now[i] == none[i] ? Py_NewRef(Py_None)
+                                     : PyFloat_FromDouble(now[i]);
         }
+        rc = v[i] == NULL ? -1 : 0;
     }
     if (rc == 0) {
         rc = ampc_gs_set_bounds(self, v[0], v[1], fn);
     }
-    for (int i = 0; i < 2; i++) {
-        Py_XDECREF(v[i]);
-    }
+    Py_XDECREF(v[0]);
+    Py_XDECREF(v[1]);
     return rc;
 }
 

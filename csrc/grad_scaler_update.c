@@ -133,11 +133,12 @@ diagnose_skips(AmpcGradScalerObject *self)
     }
     else if (self->min_scale > 0.0 && scale <= self->min_scale) {
         snprintf(cause, sizeof(cause),
-                 "the gradients (%s) overflow even at the scale's floor "
-                 "(min_scale=%g): float16's range is too small for this "
-                 "model at that scale, so lower min_scale, use bfloat16 "
-                 "autocast (no GradScaler needed), or run the overflowing "
-                 "layers in float32.",
+                 "the gradients (%s) overflow at every scale tried, and "
+                 "the scale has reached its floor (min_scale=%g): if they "
+                 "overflow there too, float16's range is too small for "
+                 "this model at that scale, so lower min_scale, use "
+                 "bfloat16 autocast (no GradScaler needed), or run the "
+                 "overflowing layers in float32.",
                  which, self->min_scale);
     }
     else if (scale < 1.0f) {
@@ -307,7 +308,7 @@ ampc_gs_update(AmpcGradScalerObject *self, PyObject *args, PyObject *kwds)
         }
         int rc = update_from(self, founds, n_states);
         Py_DECREF(founds);
-        if (rc < 0 || clamp_scale(self) < 0) {
+        if (rc < 0) {
             return NULL;
         }
     }
@@ -457,7 +458,8 @@ update_from(AmpcGradScalerObject *self, PyObject *founds,
     AmpcTensorObject *tracker = AMPC_TENSOR(self->growth_tracker);
     if (ampc_is_cuda(scale)) {
         if (update_cuda(self, founds, growth, backoff,
-                        (int64_t)interval) < 0) {
+                        (int64_t)interval) < 0 ||
+            clamp_scale(self) < 0) {
             return -1;
         }
         scale->storage->version++;
@@ -496,6 +498,9 @@ update_from(AmpcGradScalerObject *self, PyObject *founds,
     ampc_cpu.amp_update_scale((float *)scale->data,
                               (int64_t *)tracker->data, &combined,
                               growth, backoff, (int64_t)interval);
+    if (clamp_scale(self) < 0) {
+        return -1;
+    }
     scale->storage->version++;
     tracker->storage->version++;
     return note_update(self, combined);

@@ -63,11 +63,12 @@ parse_dims(const char *fn, PyObject *dims, int k, long *out)
     return rc;
 }
 
-/* Every CPU index in [-size, size) of its dim of t; IndexError (PyTorch's
- * wording) naming the first one that is not. */
+/* Every CPU index in [-size, size) of its dim of t ([0, size) without
+ * wrap); IndexError (PyTorch's wording) naming the first one that is
+ * not. */
 static int
 check_rows_cpu(const char *fn, const AmpcTensorObject *rows,
-               const AmpcTensorObject *t, const long *dims)
+               const AmpcTensorObject *t, const long *dims, int wrap)
 {
     int64_t k = rows->shape[0], n = rows->shape[1];
     const int64_t *ix = (const int64_t *)rows->data;
@@ -75,7 +76,7 @@ check_rows_cpu(const char *fn, const AmpcTensorObject *rows,
         int64_t size = t->shape[d];
         for (int64_t j = 0; j < n; j++) {
             int64_t i = ix[d * n + j];
-            if (i < -size || i >= size) {
+            if (i < (wrap ? -size : 0) || i >= size) {
                 PyErr_Format(PyExc_IndexError,
                              "%s(): index %lld is out of bounds for "
                              "dimension %ld with size %lld",
@@ -183,7 +184,7 @@ apart_from(AmpcTensorObject *in, AmpcTensorObject *out)
  * none, -1 with an exception. */
 static int
 prepare(const char *fn, PyObject *t_obj, PyObject *i_obj, PyObject *v_obj,
-        const char *v_arg, PyObject *dims_obj, int writes_t,
+        const char *v_arg, PyObject *dims_obj, int wrap, int writes_t,
         AmpcTensorObject **t_out, AmpcTensorObject **v_out,
         AmpcTensorObject **rows, ampc_index_geom *g)
 {
@@ -200,7 +201,7 @@ prepare(const char *fn, PyObject *t_obj, PyObject *i_obj, PyObject *v_obj,
     int64_t n = (*rows)->shape[1];
     if (check_values(fn, v_arg, v, t, k, n) < 0 ||
         parse_dims(fn, dims_obj, k, dims) < 0 ||
-        (!ampc_is_cuda(t) && check_rows_cpu(fn, *rows, t, dims) < 0) ||
+        (!ampc_is_cuda(t) && check_rows_cpu(fn, *rows, t, dims, wrap) < 0) ||
         ampc_has_internal_overlap(writes_t ? t : v)) {
         Py_CLEAR(*rows);
         return -1;
@@ -220,6 +221,7 @@ prepare(const char *fn, PyObject *t_obj, PyObject *i_obj, PyObject *v_obj,
         return -1;
     }
     make_geom(g, *t_out, *v_out, k, n);
+    g->wrap = wrap;
     return n > 0 && g->rest_numel > 0;
 }
 
@@ -256,19 +258,20 @@ static PyObject *
 op_index_gather(PyObject *module, PyObject *args, PyObject *kwds)
 {
     static char *kwlist[] = {"input", "indices", "out", "dims", "name",
-                             NULL};
+                             "wrap", NULL};
     const char *fn = "index_gather";
     PyObject *t_obj, *i_obj, *v_obj, *dims = NULL;
     AmpcTensorObject *t, *v, *rows = NULL;
+    int wrap = 1;
     ampc_index_geom g;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOO|$Oz:index_gather",
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOO|$Ozp:index_gather",
                                      kwlist, &t_obj, &i_obj, &v_obj, &dims,
-                                     &fn)) {
+                                     &fn, &wrap)) {
         return NULL;
     }
     fn = fn != NULL ? fn : "index_gather";
-    int work = prepare(fn, t_obj, i_obj, v_obj, "out", dims, 0, &t, &v,
-                       &rows, &g);
+    int work = prepare(fn, t_obj, i_obj, v_obj, "out", dims, wrap, 0, &t,
+                       &v, &rows, &g);
     if (work < 0) {
         return NULL;
     }
@@ -293,20 +296,20 @@ static PyObject *
 op_index_put_(PyObject *module, PyObject *args, PyObject *kwds)
 {
     static char *kwlist[] = {"input", "indices", "values", "accumulate",
-                             "dims", "name", NULL};
+                             "dims", "name", "wrap", NULL};
     const char *fn = "index_put_";
     PyObject *t_obj, *i_obj, *v_obj, *dims = NULL;
     AmpcTensorObject *t, *v, *rows = NULL;
-    int accumulate = 0;
+    int accumulate = 0, wrap = 1;
     ampc_index_geom g;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOO|p$Oz:index_put_",
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOO|p$Ozp:index_put_",
                                      kwlist, &t_obj, &i_obj, &v_obj,
-                                     &accumulate, &dims, &fn)) {
+                                     &accumulate, &dims, &fn, &wrap)) {
         return NULL;
     }
     fn = fn != NULL ? fn : "index_put_";
-    int work = prepare(fn, t_obj, i_obj, v_obj, "values", dims, 1, &t, &v,
-                       &rows, &g);
+    int work = prepare(fn, t_obj, i_obj, v_obj, "values", dims, wrap, 1, &t,
+                       &v, &rows, &g);
     if (work < 0) {
         return NULL;
     }
@@ -429,14 +432,14 @@ op_nonzero(PyObject *module, PyObject *arg)
 
 PyMethodDef ampc_index_methods[] = {
     {"index_gather", KW(op_index_gather),
-     "index_gather(input, indices, out, *, dims=None, name=None): out[j, "
-     "...] = input[indices[:, j], ...], the first k dims of input indexed by "
-     "the k rows of int64 indices; dims and name (the user's op) are for "
-     "errors"},
+     "index_gather(input, indices, out, *, dims=None, name=None, wrap=True): "
+     "out[j, ...] = input[indices[:, j], ...], the first k dims of input "
+     "indexed by the k rows of int64 indices (a negative one counts from the "
+     "end unless not wrap); dims and name (the user's op) are for errors"},
     {"index_put_", KW(op_index_put_),
      "index_put_(input, indices, values, accumulate=False, *, dims=None, "
-     "name=None): input[indices[:, j], ...] = values[j, ...] (+= when "
-     "accumulate)"},
+     "name=None, wrap=True): input[indices[:, j], ...] = values[j, ...] (+= "
+     "when accumulate)"},
     {"nonzero", (PyCFunction)op_nonzero, METH_O,
      "nonzero(input) -> the (count, ndim) int64 coordinates of the true "
      "elements of a bool tensor"},

@@ -169,12 +169,14 @@ typedef void (*ampc_where_fn)(size_t es, int64_t n, const uint8_t *cond,
 
 /* A strided tensor t whose first k dims are indexed by k rows of n int64
  * indices (idx, contiguous, each row in [-size, size): a negative one
- * counts from the end), the other dims ("rest") taken whole, and a strided
- * operand v of shape (n, rest...): gather reads t into v, put writes v into
- * t.  Strides are in elements; the rest dims are merged where both t and v
- * allow it, so a dense row is one run. */
+ * counts from the end; in [0, size) when not wrap), the other dims
+ * ("rest") taken whole, and a strided operand v of shape (n, rest...):
+ * gather reads t into v, put writes v into t.  Strides are in elements;
+ * the rest dims are merged where both t and v allow it, so a dense row is
+ * one run. */
 typedef struct {
     int k;
+    int wrap;                               /* 0: a negative index is bad */
     int64_t n;
     int64_t size[AMPC_MAX_DIMS];            /* t's indexed dims */
     int64_t stride[AMPC_MAX_DIMS];          /* and their strides in t */

@@ -29,7 +29,7 @@ index_offsets(const ampc_index_geom &g, const int64_t *idx, int64_t e,
     *vo = v_off;
     for (int d = 0; d < g.k; d++) {
         int64_t i = idx[d * g.n + j];
-        int64_t w = i < 0 ? i + g.size[d] : i;
+        int64_t w = i < 0 && g.wrap ? i + g.size[d] : i;
         if ((uint64_t)w >= (uint64_t)g.size[d]) {
             nn_report(err, i, g.size[d], AMPC_NN_ERR_INDEX);
             return false;

@@ -208,7 +208,8 @@ def test_min_and_max_scale_bound_the_scale():
     _iterations(s, model, opt, 5, nonfinite=False)
     assert s.get_scale() == 16.0                   # 4 -> 8 -> 16, capped
     s.warn_after_skips = 4
-    with pytest.warns(UserWarning, match=r"floor \(min_scale=1\)"):
+    with pytest.warns(UserWarning, match=r"reached its floor "
+                                         r"\(min_scale=1\)"):
         _iterations(s, model, opt, 6, nonfinite=True)
     assert s.get_scale() == 1.0 and s.stats()["skipped_steps"] == 6
     sd = s.state_dict()
@@ -237,3 +238,11 @@ def test_scale_bounds_are_checked():
     s = scaler_cpu(max_scale=8.0)
     with pytest.raises(ValueError, match="must not exceed"):
         s.min_scale = 16.0
+    with pytest.raises(TypeError, match=r"GradScaler\(\): min_scale must be "
+                                        "None or a number, not str"):
+        scaler_cpu(min_scale="1")
+    # a state dict without bounds (PyTorch's, or an unbounded scaler's)
+    # keeps the constructor's
+    s = scaler_cpu(min_scale=1.0)
+    s.load_state_dict(scaler_cpu(init_scale=8.0).state_dict())
+    assert s.min_scale == 1.0 and s.get_scale() == 8.0

@@ -106,3 +106,25 @@ def test_first_order_of_clamp_after_pow_matches_torch():
         grads.append((x.grad.numpy(), e.grad.numpy()))
     for got, want in zip(*grads):
         np.testing.assert_allclose(got, want, rtol=1e-5)
+
+
+def test_all_targets_ignored_and_a_broadcast_view_match_torch():
+    """Label smoothing with every target ignored gives zero gradients (not
+    0/0); a broadcast (expanded) view of a base written in place sums its
+    gradient over the broadcast dims, to every order."""
+    torch = torch_or_skip()
+
+    def ignored(lib, x):
+        logits = (x ** 2).reshape(2, 2)
+        return lib.nn.functional.cross_entropy(
+            logits, lib.tensor([1, 1]), label_smoothing=0.2, ignore_index=1)
+
+    def broadcast(lib, x):
+        b = x * 1
+        v = b.expand(3, 4)
+        b.mul_(lib.tensor([2.0, 3.0, 4.0, 5.0]))
+        return v * v
+
+    for fn in (ignored, broadcast):
+        for got, want in zip(derivatives(ampc, fn), derivatives(torch, fn)):
+            np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)

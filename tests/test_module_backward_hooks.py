@@ -161,3 +161,12 @@ def test_errors_name_the_problem():
         m(x).sum().backward()
     with pytest.warns(FutureWarning, match="register_full_backward_hook"):
         nn.Linear(2, 2).register_backward_hook(lambda *a: None)
+
+
+def test_a_hook_returning_a_tensor_is_told_to_return_a_tuple():
+    m = nn.Linear(2, 2)
+    m.register_full_backward_pre_hook(lambda mod, go: go[0] * 2)
+    x = ampc.ones(1, 2, requires_grad=True)
+    with pytest.raises(RuntimeError, match="must return None or a tuple of "
+                                           "1 grad_output.*got Tensor"):
+        m(x).sum().backward()

@@ -112,7 +112,7 @@ def test_errors_name_the_problem():
                                          r"bounds for dimension 0 with size "
                                          r"3"):
         x.scatter(0, ampc.tensor([[5]]), 1.0)
-    with pytest.raises(ValueError, match="reduce argument"):
+    with pytest.raises(RuntimeError, match="reduce argument"):
         x.scatter(0, idx, 1.0, reduce="multiply")
     with pytest.raises(RuntimeError, match="source tensor shape must match"):
         x.index_add_(0, ampc.tensor([0]), ampc.ones(2, 5))
@@ -125,3 +125,58 @@ def test_errors_name_the_problem():
             F.one_hot(ampc.tensor(labels, dtype=ampc.int64), n)
     with pytest.raises(RuntimeError, match="LongTensor"):
         F.one_hot(ampc.tensor([0.0, 1.0]))
+
+
+def test_edge_cases_match_torch():
+    """Negative indices are out of bounds for gather/scatter/index_add/
+    index_select (take wraps them); 0-d tensors and empty indices work."""
+    torch = torch_or_skip()
+    x, t = ampc.zeros(3), torch.zeros(3)
+    for fn in (lambda lib, v: v.scatter(0, lib.tensor([-1]), 1.0),
+               lambda lib, v: v.gather(0, lib.tensor([-1])),
+               lambda lib, v: v.clone().index_add_(0, lib.tensor([-1]),
+                                                   lib.ones(1)),
+               lambda lib, v: v.index_select(0, lib.tensor([-1]))):
+        with pytest.raises((RuntimeError, IndexError), match="index -1 is "
+                           "out of bounds|out of range"):
+            fn(torch, t)
+        with pytest.raises(IndexError, match="index -1 is out of bounds "
+                                             "for dimension 0 with size 3"):
+            fn(ampc, x)
+    cases = [lambda lib: lib.tensor(1.0).scatter(0, lib.tensor(0), 2.0),
+             lambda lib: lib.tensor(5.0).gather(0, lib.tensor(0)),
+             lambda lib: lib.tensor(1.0).index_add(0, lib.tensor([0]),
+                                                   lib.tensor(3.0)),
+             lambda lib: lib.tensor(7.0).take(lib.tensor(0)),
+             lambda lib: lib.zeros(3).scatter(
+                 0, lib.zeros(0, 2, dtype=lib.int64), 1.0),
+             lambda lib: lib.zeros(3).gather(0, lib.zeros(0, 2,
+                                                          dtype=lib.int64)),
+             lambda lib: lib.arange(6.0).take(lib.tensor([-1, 0]))]
+    for case in cases:
+        got, want = case(ampc), case(torch)
+        assert tuple(got.shape) == tuple(want.shape)
+        np.testing.assert_array_equal(got.numpy(), want.numpy())
+
+
+def test_more_errors_name_the_problem():
+    x = ampc.zeros(3)
+    with pytest.raises(RuntimeError, match=r"Expected self.dtype to be "
+                                           "equal to src.dtype"):
+        x.scatter(0, ampc.tensor([0]), ampc.ones(1, dtype=ampc.float16))
+    with pytest.raises(RuntimeError, match=r"self \(float32\) and source "
+                                           r"\(float16\) must have the same"):
+        x.index_add(0, ampc.tensor([0]), ampc.ones(1, dtype=ampc.float16))
+    with pytest.raises(RuntimeError, match="reduce argument must be either "
+                                           "add or multiply"):
+        x.scatter(0, ampc.tensor([0]), 1.0, reduce="sum")
+    with pytest.raises(IndexError, match=r"start out of range \(expected "
+                                         r"to be in range of \[-3, 3\], but "
+                                         "got -6"):
+        x.narrow(0, -6, 1)
+    with pytest.raises(RuntimeError, match="length must be non-negative"):
+        x.narrow(0, 0, -1)
+    with pytest.raises(RuntimeError, match="0-dim tensor"):
+        ampc.tensor(1.0).narrow(0, 0, 1)
+    with pytest.raises(RuntimeError, match="num_classes should be -1 or"):
+        F.one_hot(ampc.tensor([0]), True)

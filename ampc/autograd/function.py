@@ -489,6 +489,18 @@ def _zeros_like_geometry(g, shape, stride):
     return buf, buf._as_strided(tuple(shape), tuple(stride), 0)
 
 
+def _fold_broadcast(g, vshape, vstride):
+    """(g, shape) for writing g (of vshape) into a view with strides
+    vstride: a dim of stride 0 holds one element many times, so g is summed
+    over it (keepdim) and the write's shape has 1 there."""
+    dims = tuple(d for d, (n, st) in enumerate(zip(vshape, vstride))
+                 if st == 0 and n > 1)
+    if not dims:
+        return g, tuple(vshape)
+    return g.sum(dims, keepdim=True), tuple(
+        1 if d in dims else n for d, n in enumerate(vshape))
+
+
 class AsStrided(_ViewFunction):
     """A view of ``a`` with the geometry recorded by an in-place op on a
     view (shape, strides, offset relative to a's storage offset)."""
@@ -505,5 +517,6 @@ class AsStrided(_ViewFunction):
         shape, stride = ctx.base_geom
         vshape, vstride, off = ctx.geom
         buf, gb = _zeros_like_geometry(g, shape, stride)
+        g, vshape = _fold_broadcast(g, vshape, vstride)
         _C.copy_(buf._as_strided(vshape, vstride, off), g)
         return gb, None

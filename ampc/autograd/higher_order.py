@@ -538,7 +538,9 @@ def _smoothing_grad(g, logp, target, weight, reduction, ignore_index):
     kept = _C.cast(_C.compare("ne", target, ignore_index), logp.dtype)
     if reduction == "mean":
         total = _C.nll_loss(logp, target, weight, reduction, ignore_index)[1]
-        kept = _C.binary("div", kept, total)
+        # (every row ignored: a zero gradient, as the plain backward's)
+        kept = _C.where(_C.compare("ne", total, 0),
+                        _C.binary("div", kept, total), 0.0)
     w = weight if weight is not None else \
         _C.full((ncls,), 1.0, logp.dtype, dev)
     if logp.ndim > 1:

@@ -9,7 +9,7 @@ adjoint of another (reading and placing) or of itself (zeroing), so every
 order of derivative goes through.
 """
 from .. import _C
-from .function import Function, _zeros_like_geometry
+from .function import Function, _fold_broadcast, _zeros_like_geometry
 from .inplace import (
     CopyFrom, CopySlices, Overwrite, SetItem, SetItemOutOfPlace,
 )
@@ -52,6 +52,7 @@ class RegionInto(Function):
         shape, stride = base_geom
         vshape, vstride, off = geom
         buf, gb = _zeros_like_geometry(g, shape, stride)
+        g, vshape = _fold_broadcast(g, vshape, vstride)
         _C.copy_(buf._as_strided(vshape, vstride, off), g)
         return gb
 

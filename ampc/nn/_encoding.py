@@ -20,7 +20,8 @@ def one_hot(tensor, num_classes=-1):
     if not isinstance(tensor, _TB) or tensor.dtype is not int64:
         raise RuntimeError("one_hot is only applicable to index tensor of "
                            "type LongTensor.")
-    if not isinstance(num_classes, int) or num_classes < -1:
+    if not isinstance(num_classes, int) or isinstance(num_classes, bool) \
+            or num_classes < -1:
         raise RuntimeError("one_hot(): num_classes should be -1 or a "
                            f"non-negative int, got {num_classes!r}")
     n = tensor.numel()

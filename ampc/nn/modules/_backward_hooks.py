@@ -51,11 +51,15 @@ def _checked(what, result, n):
     """A hook's result: None, or a tuple of n gradients."""
     if result is None:
         return None
-    if not isinstance(result, (tuple, list)) or len(result) != n:
+    if not isinstance(result, (tuple, list)):
+        raise RuntimeError(
+            f"backward hook must return None or a tuple of {n} grad_{what} "
+            f"(one per {'argument' if what == 'input' else 'output'}), got "
+            f"{type(result).__name__}")
+    if len(result) != n:
         raise RuntimeError(
             f"backward hook returned an invalid number of grad_{what} "
-            f"({len(result) if isinstance(result, (tuple, list)) else 1} "
-            f"given, expected {n})")
+            f"({len(result)} given, expected {n})")
     return tuple(result)
 
 
