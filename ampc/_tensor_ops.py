@@ -239,6 +239,8 @@ class _TensorOps:
     exp = _unop("exp", _ag.Exp)
     log = _unop("log", _ag.Log)
     relu = _unop("relu", _ag.Relu)
+    sigmoid = _unop("sigmoid", _ag.Sigmoid)
+    tanh = _unop("tanh", _ag.Tanh)
     sign = _unop("sign", _ag.Sign)
 
     neg_ = negative_ = _inplace_unop("neg", _ag.Neg)
@@ -247,6 +249,8 @@ class _TensorOps:
     exp_ = _inplace_unop("exp", _ag.Exp)
     log_ = _inplace_unop("log", _ag.Log)
     relu_ = _inplace_unop("relu", _ag.Relu)
+    sigmoid_ = _inplace_unop("sigmoid", _ag.Sigmoid)
+    tanh_ = _inplace_unop("tanh", _ag.Tanh)
 
     def isfinite(self):
         """A bool tensor: True where the value is neither inf nor NaN."""

@@ -39,6 +39,13 @@ ampc_relu_f32(float x)
     return (x > 0.0f || x != x) ? x : 0.0f;
 }
 
+/* 1 / (1 + e^-x): exactly 0 below about -88 (e^-x is inf), 1 above 17. */
+AMPC_HOST_DEVICE float
+ampc_sigmoid_f32(float x)
+{
+    return 1.0f / (1.0f + expf(-x));
+}
+
 /* As torch.sign: sign(+-0) = +0 and sign(NaN) = 0 (pytorch#41245; NumPy
  * gives NaN). */
 AMPC_HOST_DEVICE float

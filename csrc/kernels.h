@@ -67,6 +67,8 @@ typedef enum {
     AMPC_UN_LOG,
     AMPC_UN_RELU,
     AMPC_UN_SIGN,
+    AMPC_UN_SIGMOID,
+    AMPC_UN_TANH,
     AMPC_UN_ISFINITE,       /* output dtype is bool */
     AMPC_NUM_UNARY
 } ampc_unary_op;

@@ -600,7 +600,8 @@ op_result_type(PyObject *module, PyObject *args)
 // unary ops
 
 static const char *const unary_names[AMPC_NUM_UNARY] = {
-    "neg", "abs", "sqrt", "exp", "log", "relu", "sign", "isfinite"};
+    "neg", "abs", "sqrt", "exp", "log", "relu", "sign", "sigmoid", "tanh",
+    "isfinite"};
 
 typedef struct {
     ampc_unary_op op;
@@ -636,7 +637,8 @@ op_unary(PyObject *module, PyObject *args, PyObject *kwds)
         return NULL;
     }
     ampc_dtype dt = a->dtype, result = a->dtype;
-    if (op == AMPC_UN_SQRT || op == AMPC_UN_EXP || op == AMPC_UN_LOG) {
+    if (op == AMPC_UN_SQRT || op == AMPC_UN_EXP || op == AMPC_UN_LOG ||
+        op == AMPC_UN_SIGMOID || op == AMPC_UN_TANH) {
         if (!ampc_dtype_is_float(dt)) {
             dt = result = AMPC_FLOAT32;
         }

@@ -160,6 +160,10 @@ unary_c(int op, float a)
         return logf(a);
     case AMPC_UN_RELU:
         return ampc_relu_f32(a);
+    case AMPC_UN_SIGMOID:
+        return ampc_sigmoid_f32(a);
+    case AMPC_UN_TANH:
+        return tanhf(a);
     default:
         return ampc_sign_f32(a);
     }

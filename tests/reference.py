@@ -160,6 +160,10 @@ def unary(op, a):
             return np.where(np.isnan(a), a, np.maximum(a, 0))
         if op == "sign":
             return np.where(np.isnan(a), 0.0, np.sign(a))
+        if op == "sigmoid":
+            return 1.0 / (1.0 + np.exp(-a))
+        if op == "tanh":
+            return np.tanh(a)
         if op == "isfinite":
             return np.isfinite(a)
     raise ValueError(op)

@@ -5,7 +5,7 @@ import pytest
 
 import ampc
 import reference as ref
-from helpers import gradcheck, torch_or_skip
+from helpers import assert_close, from_values, gradcheck, to64, torch_or_skip
 
 # ----------------------------------------------------------------------------
 # every op vs finite differences
@@ -75,6 +75,8 @@ UNARY_CASES = [
     ("log", lambda a: a.log(), np.log, 0.5, 3),
     ("relu", lambda a: a.relu(), lambda a: np.maximum(a, 0), -2, 2),
     ("sign", lambda a: a.sign(), np.sign, -2, 2),
+    ("sigmoid", lambda a: a.sigmoid(), lambda a: 1 / (1 + np.exp(-a)), -4, 4),
+    ("tanh", lambda a: ampc.nn.Tanh()(a), np.tanh, -3, 3),
     ("clamp", lambda a: a.clamp(-0.5, 0.7), lambda a: np.clip(a, -0.5, 0.7),
      -2, 2),
     ("clamp_min", lambda a: a.clamp(min=0.1), lambda a: np.maximum(a, 0.1),
@@ -375,3 +377,20 @@ def test_view_of_copying_reshape_is_not_a_view():
     r.mul_(2)
     (h.sum() + r.sum()).backward()
     assert a.grad.tolist() == [[3.0] * 3] * 2
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("op", ["sigmoid", "tanh"])
+def test_sigmoid_tanh_16_bit_gradients_round_once(op, dtype):
+    """The gradient from the saved output is formed in float32 and rounded
+    once: within one rounding of the float64 value of g * dy/dx."""
+    rng = np.random.default_rng(7)
+    v = ref.round_to(rng.uniform(-4, 4, 257), dtype)
+    g = ref.round_to(rng.uniform(-2, 2, 257), dtype)
+    x = from_values(v, dtype).requires_grad_()
+    y = getattr(x, op)()
+    y.backward(from_values(g, dtype))
+    y64 = ref.round_to(to64(y), dtype)
+    want = g * (y64 * (1 - y64) if op == "sigmoid" else 1 - y64 * y64)
+    assert x.grad.dtype.name == dtype
+    assert_close(x.grad, want, dtype)

@@ -312,7 +312,8 @@ def test_compare_scalar_rounded(dtype):
         exact(g < v, x < v)
 
 
-UNARY = ("neg", "abs", "sqrt", "exp", "log", "relu", "sign", "isfinite")
+UNARY = ("neg", "abs", "sqrt", "exp", "log", "relu", "sign", "sigmoid",
+         "tanh", "isfinite")
 UNARY_EXACT = ("neg", "abs", "sqrt", "relu", "sign", "isfinite")
 
 
@@ -323,15 +324,15 @@ UNARY_EXACT = ("neg", "abs", "sqrt", "relu", "sign", "isfinite")
 @pytest.mark.cuda
 @requires_cuda
 def test_unary(op, dtype, n, layout):
-    if dtype == "bool" and op not in ("isfinite", "sqrt", "exp", "log"):
+    floats = ("sqrt", "exp", "log", "sigmoid", "tanh")     # (bool -> float)
+    if dtype == "bool" and op not in ("isfinite",) + floats:
         pytest.skip("not defined on bool")
     shape = (n,) if layout != "t" else (max(1, n // 7), 7)
     x = values(shape, dtype, n)
     c, g = make_pair(x, dtype, layout)
     f = lambda t: ampc._C.unary(op, t)    # noqa: E731
     want, got = f(c), f(g)
-    if op in UNARY_EXACT or dtype in ("int64", "bool") and op not in (
-            "sqrt", "exp", "log"):
+    if op in UNARY_EXACT or dtype in ("int64", "bool") and op not in floats:
         exact(got, want)
     else:
         assert_same(got, want)

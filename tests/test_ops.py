@@ -17,7 +17,8 @@ from helpers import (
 
 BINARY = ("add", "sub", "mul", "div", "maximum", "minimum", "pow")
 COMPARE = ("eq", "ne", "lt", "le", "gt", "ge")
-UNARY = ("neg", "abs", "sqrt", "exp", "log", "relu", "sign")
+UNARY = ("neg", "abs", "sqrt", "exp", "log", "relu", "sign", "sigmoid",
+         "tanh")
 LAYOUTS = ("contig", "step", "t")
 
 _BIN_FN = {
@@ -254,7 +255,7 @@ def test_unary_int64(cpu_level, op):
 
 
 @pytest.mark.parametrize("dtype", FLOAT_NAMES)
-@pytest.mark.parametrize("op", ("exp", "sqrt"))
+@pytest.mark.parametrize("op", ("exp", "sqrt", "sigmoid", "tanh"))
 def test_unary_big(cpu_level, op, dtype):
     rng = np.random.default_rng(9)
     v = rand_values((BIG,), dtype, rng, 0.0, 3.0)

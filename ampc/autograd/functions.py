@@ -11,6 +11,7 @@ _binary = _C.binary
 _compare = _C.compare
 _unary = _C.unary
 _cast = _C.cast
+_F32 = _C.float32
 
 
 class Add(Function):
@@ -220,6 +221,46 @@ class Relu(Function):
     def backward(ctx, g):
         out, = ctx.saved_tensors
         return _binary("mul", g, _compare("gt", out, 0))
+
+
+def _from_output(g, y, rule):
+    """rule(g, y) (a gradient from the saved output y), in float32 for a
+    16-bit g and rounded once."""
+    if g.dtype is _F32:
+        return rule(g, y)
+    return _cast(rule(_cast(g, _F32), _cast(y, _F32)), g.dtype)
+
+
+class Sigmoid(Function):
+    """y = 1 / (1 + e^-x); dy/dx = y (1 - y), from the saved output."""
+
+    @staticmethod
+    def forward(ctx, a):
+        out = _unary("sigmoid", a)
+        ctx.save_for_backward(out)
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        out, = ctx.saved_tensors
+        return _from_output(g, out, lambda g, y: _binary(
+            "mul", g, _binary("mul", y, _binary("sub", 1.0, y))))
+
+
+class Tanh(Function):
+    """y = tanh(x); dy/dx = 1 - y^2, from the saved output."""
+
+    @staticmethod
+    def forward(ctx, a):
+        out = _unary("tanh", a)
+        ctx.save_for_backward(out)
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        out, = ctx.saved_tensors
+        return _from_output(g, out, lambda g, y: _binary(
+            "mul", g, _binary("sub", 1.0, _binary("mul", y, y))))
 
 
 class Sign(Function):

@@ -50,7 +50,8 @@ def graph_backward(node, g):
         f"{node.name()}: ampc has no differentiable backward for this op, "
         "so create_graph=True (higher-order gradients) cannot go through "
         "it; it can through element-wise arithmetic (+ - * / neg pow sqrt "
-        "exp log abs relu clamp maximum minimum), where, masked_fill, casts "
+        "exp log abs relu sigmoid tanh clamp maximum minimum), where, "
+        "masked_fill, casts "
         "and device moves, "
         "sum, mean, max, min, cat, stack, views (reshape, view, flatten, transpose, "
         "permute, expand, squeeze, unsqueeze, contiguous), indexing, "
@@ -161,6 +162,16 @@ def _sqrt(node, g):
 def _exp(node, g):
     out, = node.saved_tensors
     return g * _saved_output(node, out)
+
+
+def _sigmoid(node, g):
+    y = _saved_output(node, node.saved_tensors[0])
+    return g * (y * (1.0 - y))
+
+
+def _tanh(node, g):
+    y = _saved_output(node, node.saved_tensors[0])
+    return g * (1.0 - y * y)
 
 
 def _log(node, g):
@@ -608,6 +619,7 @@ def _make_formulas():
         _fn.Pow: _pow, _fn.Maximum: _maximum, _fn.Minimum: _maximum,
         _fn.Neg: _neg, _fn.Abs: _abs, _fn.Sqrt: _sqrt, _fn.Exp: _exp,
         _fn.Log: _log, _fn.Relu: _relu, _fn.Sign: _sign,
+        _fn.Sigmoid: _sigmoid, _fn.Tanh: _tanh,
         _fn.Clamp: _clamp, _fn.Where: _where, _fn.MaskedFill: _masked_fill,
         _fn.Cast: _cast, _fn.Clone: _identity,
         _fn.ToDevice: _to_device,

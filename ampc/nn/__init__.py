@@ -10,9 +10,9 @@ ampc.Size([2, 10])
 """
 from .parameter import Parameter
 from .modules import (
-    Module, Sequential, ModuleList, Linear, Identity, Conv2d, ReLU, Softmax,
-    LogSoftmax, MaxPool2d, Flatten, Dropout, CrossEntropyLoss, NLLLoss,
-    MSELoss,
+    Module, Sequential, ModuleList, Linear, Identity, Conv2d, ReLU, Sigmoid,
+    Tanh, Softmax, LogSoftmax, MaxPool2d, Flatten, Dropout, CrossEntropyLoss,
+    NLLLoss, MSELoss,
 )
 from . import functional
 from . import init
@@ -20,7 +20,8 @@ from . import utils
 
 __all__ = [
     "Parameter", "Module", "Sequential", "ModuleList", "Linear", "Identity",
-    "Conv2d", "ReLU", "Softmax", "LogSoftmax", "MaxPool2d", "Flatten",
+    "Conv2d", "ReLU", "Sigmoid", "Tanh", "Softmax", "LogSoftmax",
+    "MaxPool2d", "Flatten",
     "Dropout", "CrossEntropyLoss", "NLLLoss", "MSELoss", "functional",
     "init", "utils",
 ]

@@ -30,7 +30,7 @@ from ._losses import cross_entropy, mse_loss, nll_loss
 __all__ = [
     "linear", "conv2d", "relu", "relu_", "max_pool2d", "dropout",
     "softmax", "log_softmax", "cross_entropy", "nll_loss", "mse_loss",
-    "flatten", "one_hot",
+    "flatten", "one_hot", "sigmoid", "tanh",
 ]
 
 
@@ -457,6 +457,18 @@ class _Dropout(Function):
     def backward(ctx, g):
         mask, = ctx.saved_tensors
         return _C.dropout_backward(g, mask, ctx.p), None
+
+
+def sigmoid(input):
+    """1 / (1 + exp(-input)), element-wise (``input.sigmoid()``)."""
+    _tensor("sigmoid", "input", 1, input)
+    return input.sigmoid()
+
+
+def tanh(input):
+    """tanh(input), element-wise (``input.tanh()``)."""
+    _tensor("tanh", "input", 1, input)
+    return input.tanh()
 
 
 def dropout(input, p=0.5, training=True, inplace=False):

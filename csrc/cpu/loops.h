@@ -442,6 +442,16 @@ ampc_unary_f32(ampc_unary_op op, int64_t n, const float *a, float *o)
             o[i] = ampc_relu_f32(a[i]);
         }
         break;
+    case AMPC_UN_SIGMOID:
+        for (i = 0; i < n; i++) {
+            o[i] = ampc_sigmoid_f32(a[i]);
+        }
+        break;
+    case AMPC_UN_TANH:
+        for (i = 0; i < n; i++) {
+            o[i] = tanhf(a[i]);
+        }
+        break;
     default:
         for (i = 0; i < n; i++) {
             o[i] = ampc_sign_f32(a[i]);

@@ -3,7 +3,7 @@ from .module import Module, _IncompatibleKeys
 from .container import Sequential, ModuleList
 from .linear import Linear, Identity
 from .conv import Conv2d
-from .activation import ReLU, Softmax, LogSoftmax
+from .activation import ReLU, Sigmoid, Tanh, Softmax, LogSoftmax
 from .pooling import MaxPool2d
 from .flatten import Flatten
 from .dropout import Dropout
@@ -11,6 +11,7 @@ from .loss import CrossEntropyLoss, NLLLoss, MSELoss
 
 __all__ = [
     "Module", "Sequential", "ModuleList", "Linear", "Identity", "Conv2d",
-    "ReLU", "Softmax", "LogSoftmax", "MaxPool2d", "Flatten", "Dropout",
+    "ReLU", "Sigmoid", "Tanh", "Softmax", "LogSoftmax", "MaxPool2d",
+    "Flatten", "Dropout",
     "CrossEntropyLoss", "NLLLoss", "MSELoss", "_IncompatibleKeys",
 ]

@@ -1,4 +1,5 @@
-"""Activation layers: ``ReLU``, ``Softmax``, ``LogSoftmax``.
+"""Activation layers: ``ReLU``, ``Sigmoid``, ``Tanh``, ``Softmax``,
+``LogSoftmax``.
 
 >>> import ampc
 >>> ampc.nn.ReLU()(ampc.tensor([-1.0, 1.0]))
@@ -7,7 +8,7 @@ tensor([0., 1.])
 from .. import functional as F
 from .module import Module
 
-__all__ = ["ReLU", "Softmax", "LogSoftmax"]
+__all__ = ["ReLU", "Sigmoid", "Tanh", "Softmax", "LogSoftmax"]
 
 
 class ReLU(Module):
@@ -27,6 +28,30 @@ class ReLU(Module):
 
     def extra_repr(self):
         return "inplace=True" if self.inplace else ""
+
+
+class Sigmoid(Module):
+    """1 / (1 + exp(-x)) element-wise.
+
+    >>> import ampc
+    >>> ampc.nn.Sigmoid()(ampc.zeros(2))
+    tensor([0.5000, 0.5000])
+    """
+
+    def forward(self, input):
+        return F.sigmoid(input)
+
+
+class Tanh(Module):
+    """tanh(x) element-wise.
+
+    >>> import ampc
+    >>> ampc.nn.Tanh()(ampc.zeros(1))
+    tensor([0.])
+    """
+
+    def forward(self, input):
+        return F.tanh(input)
 
 
 class Softmax(Module):
