@@ -569,7 +569,8 @@ _FUNCTIONS = [
     "mm", "nonzero", "argwhere", "masked_select", "index_select", "gather",
     "index_put", "masked_fill", "scatter", "scatter_add", "index_add",
     "take", "narrow", "isclose", "allclose", "equal", "logical_and",
-    "logical_or", "logical_xor", "logical_not", "sigmoid", "tanh",
+    "logical_or", "logical_xor", "logical_not", "sigmoid", "tanh", "norm",
+    "var", "std",
 ]
 # Kept out of this module's globals (they would shadow the builtins
 # sum/max/min/abs/any/all here); ampc/__init__.py exports them.

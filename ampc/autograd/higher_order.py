@@ -53,7 +53,7 @@ def graph_backward(node, g):
         "exp log abs relu sigmoid tanh clamp maximum minimum), where, "
         "masked_fill, casts "
         "and device moves, "
-        "sum, mean, max, min, cat, stack, views (reshape, view, flatten, transpose, "
+        "sum, mean, max, min, norm, cat, stack, views (reshape, view, flatten, transpose, "
         "permute, expand, squeeze, unsqueeze, contiguous), indexing, "
         "in-place writes, matmul, linear, conv2d (with a fused ReLU and "
         "max-pool too), max_pool2d, dropout, softmax, log_softmax, "
@@ -613,6 +613,7 @@ def _make_formulas():
     from ..nn import _losses as L
     from ..nn import functional as F
     from ..nn.modules._backward_hooks import BackwardHookFunction
+    from .._tensor_stats import Norm2, norm2_grad
     from ..tensor import Matmul
     return {
         _fn.Add: _add, _fn.Sub: _sub, _fn.Mul: _mul, _fn.Div: _div,
@@ -644,5 +645,8 @@ def _make_formulas():
         F._MaxPool2d: _max_pool2d, F._Conv2dReluMaxPool: _conv2d_relu_max_pool,
         PoolScatter: PoolScatter.backward, PoolGather: PoolGather.backward,
         BackwardHookFunction: BackwardHookFunction.backward,
+        Norm2: lambda node, g: (norm2_grad(node.saved_tensors[0], g,
+                                           node.dims, node.keepdim),
+                                None, None),
         **_writes.formulas(),
     }
