@@ -207,6 +207,7 @@ EXPECTED_POLICY = {
     "bmm": ("lower", "lower"),
     "cross_entropy": ("fp32", "fp32"), "nll_loss": ("fp32", "fp32"),
     "mse_loss": ("fp32", "fp32"),
+    "binary_cross_entropy_with_logits": ("fp32", "fp32"),
     "softmax": (None, "fp32"), "log_softmax": (None, "fp32"),
     "sum": (None, "fp32"), "exp": (None, "fp32"), "log": (None, "fp32"),
     "pow": (None, "fp32"),

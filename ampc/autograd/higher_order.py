@@ -57,7 +57,8 @@ def graph_backward(node, g):
         "permute, expand, squeeze, unsqueeze, contiguous), indexing, "
         "in-place writes, matmul, linear, conv2d (with a fused ReLU and "
         "max-pool too), max_pool2d, dropout, softmax, log_softmax, "
-        "nll_loss, cross_entropy and mse_loss")
+        "nll_loss, cross_entropy, binary_cross_entropy_with_logits and "
+        "mse_loss")
 
 
 def _saved_output(node, t):
@@ -614,6 +615,7 @@ def _make_formulas():
     from ..nn import functional as F
     from ..nn.modules._backward_hooks import BackwardHookFunction
     from .._tensor_stats import Norm2, norm2_grad
+    from ..nn._bce import _BceWithLogits, bce_grads
     from ..tensor import Matmul
     return {
         _fn.Add: _add, _fn.Sub: _sub, _fn.Mul: _mul, _fn.Div: _div,
@@ -645,6 +647,8 @@ def _make_formulas():
         F._MaxPool2d: _max_pool2d, F._Conv2dReluMaxPool: _conv2d_relu_max_pool,
         PoolScatter: PoolScatter.backward, PoolGather: PoolGather.backward,
         BackwardHookFunction: BackwardHookFunction.backward,
+        _BceWithLogits: lambda node, g: bce_grads(node, g,
+                                                  *node.saved_tensors),
         Norm2: lambda node, g: (norm2_grad(node.saved_tensors[0], g,
                                            node.dims, node.keepdim),
                                 None, None),

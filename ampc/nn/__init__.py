@@ -12,7 +12,7 @@ from .parameter import Parameter
 from .modules import (
     Module, Sequential, ModuleList, Linear, Identity, Conv2d, ReLU, Sigmoid,
     Tanh, Softmax, LogSoftmax, MaxPool2d, Flatten, Dropout, CrossEntropyLoss,
-    NLLLoss, MSELoss,
+    NLLLoss, MSELoss, BCEWithLogitsLoss,
 )
 from . import functional
 from . import init
@@ -22,6 +22,7 @@ __all__ = [
     "Parameter", "Module", "Sequential", "ModuleList", "Linear", "Identity",
     "Conv2d", "ReLU", "Sigmoid", "Tanh", "Softmax", "LogSoftmax",
     "MaxPool2d", "Flatten",
-    "Dropout", "CrossEntropyLoss", "NLLLoss", "MSELoss", "functional",
+    "Dropout", "CrossEntropyLoss", "NLLLoss", "MSELoss", "BCEWithLogitsLoss",
+    "functional",
     "init", "utils",
 ]

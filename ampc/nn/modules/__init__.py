@@ -7,11 +7,12 @@ from .activation import ReLU, Sigmoid, Tanh, Softmax, LogSoftmax
 from .pooling import MaxPool2d
 from .flatten import Flatten
 from .dropout import Dropout
-from .loss import CrossEntropyLoss, NLLLoss, MSELoss
+from .loss import CrossEntropyLoss, NLLLoss, MSELoss, BCEWithLogitsLoss
 
 __all__ = [
     "Module", "Sequential", "ModuleList", "Linear", "Identity", "Conv2d",
     "ReLU", "Sigmoid", "Tanh", "Softmax", "LogSoftmax", "MaxPool2d",
     "Flatten", "Dropout",
-    "CrossEntropyLoss", "NLLLoss", "MSELoss", "_IncompatibleKeys",
+    "CrossEntropyLoss", "NLLLoss", "MSELoss", "BCEWithLogitsLoss",
+    "_IncompatibleKeys",
 ]

@@ -1,4 +1,5 @@
-"""Loss layers: ``CrossEntropyLoss``, ``NLLLoss``, ``MSELoss``.
+"""Loss layers: ``CrossEntropyLoss``, ``NLLLoss``, ``MSELoss``,
+``BCEWithLogitsLoss``.
 
 >>> import ampc
 >>> crit = ampc.nn.CrossEntropyLoss()
@@ -8,7 +9,7 @@ tensor(1.3863)
 from .. import functional as F
 from .module import Module
 
-__all__ = ["CrossEntropyLoss", "NLLLoss", "MSELoss"]
+__all__ = ["CrossEntropyLoss", "NLLLoss", "MSELoss", "BCEWithLogitsLoss"]
 
 
 class _Loss(Module):
@@ -81,3 +82,25 @@ class MSELoss(_Loss):
 
     def forward(self, input, target):
         return F.mse_loss(input, target, reduction=self.reduction)
+
+
+class BCEWithLogitsLoss(_Loss):
+    """Binary cross-entropy of ``sigmoid(input)`` against ``target``, stable
+    for any logit, with optional element ``weight`` and per-class
+    ``pos_weight`` (buffers: they move and cast with the module).
+
+    >>> import ampc
+    >>> ampc.nn.BCEWithLogitsLoss()(ampc.zeros(3), ampc.ones(3))
+    tensor(0.6931)
+    """
+
+    def __init__(self, weight=None, size_average=None, reduce=None,
+                 reduction="mean", pos_weight=None):
+        super().__init__(size_average, reduce, reduction)
+        self.register_buffer("weight", weight)
+        self.register_buffer("pos_weight", pos_weight)
+
+    def forward(self, input, target):
+        return F.binary_cross_entropy_with_logits(
+            input, target, self.weight, reduction=self.reduction,
+            pos_weight=self.pos_weight)
