@@ -29,18 +29,25 @@ def _as_bool_operand(op, v):
         "logical_and/logical_or/logical_xor/logical_not")
 
 
-def _bool_op(name, a, b, out=None):
+def _bool_op(name, a, b, inplace=False):
     kind, op = _KERNEL[name]
-    a = _as_bool_operand(f"__{name}__", a)
-    b = _as_bool_operand(f"__{name}__", b)
-    fn = _C.binary if kind == "binary" else _C.compare
-    if out is None:
-        return fn(op, a, b)
-    return fn(op, a, b, out=out)
+    who = f"__i{name}__" if inplace else f"__{name}__"
+    a = _as_bool_operand(who, a)
+    b = _as_bool_operand(who, b)
+    if kind == "compare":
+        out = _C.compare(op, a, b)
+        return _C.copy_(a, out) if inplace else out
+    return _C.binary(op, a, b, out=a) if inplace else _C.binary(op, a, b)
 
 
 def _truth(t):
-    return t if t.dtype is bool_ else (t != 0)
+    """A bool tensor, or a Python bool for a number (non-zero is True)."""
+    if isinstance(t, _TB):
+        return t if t.dtype is bool_ else (t != 0)
+    if isinstance(t, (bool, int, float)):
+        return bool(t)
+    raise TypeError(f"logical ops take tensors or numbers, not "
+                    f"{type(t).__name__}")
 
 
 class _TensorLogic:
@@ -57,13 +64,13 @@ class _TensorLogic:
     __rand__, __ror__, __rxor__ = __and__, __or__, __xor__
 
     def __iand__(self, other):
-        return _bool_op("and", self, other, out=self)
+        return _bool_op("and", self, other, inplace=True)
 
     def __ior__(self, other):
-        return _bool_op("or", self, other, out=self)
+        return _bool_op("or", self, other, inplace=True)
 
     def __ixor__(self, other):
-        return _bool_op("xor", self, other, out=self)
+        return _bool_op("xor", self, other, inplace=True)
 
     def __invert__(self):
         return _C.compare("eq", _as_bool_operand("__invert__", self), False)

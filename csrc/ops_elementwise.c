@@ -794,7 +794,8 @@ PyMethodDef ampc_elementwise_methods[] = {
      "result_type(a, b) -> the promoted dtype"},
     {"unary", (PyCFunction)(void (*)(void))op_unary,
      METH_VARARGS | METH_KEYWORDS,
-     "unary(op, a, out=None): neg abs sqrt exp log relu sign isfinite"},
+     "unary(op, a, out=None): neg abs sqrt exp log relu sign sigmoid tanh "
+     "isfinite"},
     {"clamp", (PyCFunction)(void (*)(void))op_clamp,
      METH_VARARGS | METH_KEYWORDS, "clamp(a, min=None, max=None, out=None)"},
     {NULL},

@@ -561,7 +561,7 @@ binary_typed(ampc_binary_op op, const ampc_iter *it,
 /* Comparisons and unary ops read the op at run time on both paths: the
  * switch on a uniform value costs little beside the memory traffic, and a
  * compile-time op per kernel would multiply the kernels (and the build
- * time) by eight. */
+ * time) by each op. */
 template <typename T>
 static int
 compare_typed(ampc_compare_op op, const ampc_iter *it,

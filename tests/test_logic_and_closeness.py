@@ -77,3 +77,16 @@ def test_isclose_errors():
         ampc.isclose(x, x, rtol=-1)
     with pytest.raises(TypeError, match="argument 'other' must be a Tensor"):
         ampc.allclose(x, 1.0)
+
+
+def test_in_place_xor_and_numbers_in_logical_ops():
+    x = ampc.tensor([True, False])
+    x ^= True
+    np.testing.assert_array_equal(x.numpy(), [False, True])
+    x ^= ampc.tensor([True, True])
+    np.testing.assert_array_equal(x.numpy(), [True, False])
+    np.testing.assert_array_equal(
+        ampc.logical_and(ampc.tensor([1.0, 0.0]), 1).numpy(), [True, False])
+    with pytest.raises(TypeError, match="__iand__"):
+        f = ampc.ones(2)
+        f &= ampc.tensor([True, False])

@@ -71,3 +71,42 @@ def test_errors_and_the_degrees_of_freedom_warning():
         ampc.ones(2, 3).std(dim=2)
     with pytest.warns(UserWarning, match="degrees of freedom is <= 0"):
         assert math.isnan(ampc.tensor([1.0]).std().item())
+
+
+def test_review_cases_match_torch():
+    """Zero gradients where the chain rule would give 0 * inf (a zero
+    norm, a zero element for p < 1, a zero variance), inf-norm ties
+    sharing the gradient over several dims, keepdim with every dim, dim=()
+    meaning every dim, var(False), a zero divisor giving inf, and a
+    float16 std taken before its one rounding."""
+    torch = torch_or_skip()
+
+    def grads(lib):
+        out = []
+        o = lib.ones(4, requires_grad=True)
+        o.std().backward()
+        out.append(o.grad)
+        for p in (3, 0.5, -1):
+            for v in ([0.0, 1.0, -2.0], [0.0, 0.0, 0.0]):
+                z = lib.tensor(v, requires_grad=True)
+                z.norm(p).backward()
+                out.append(z.grad)
+        t = lib.tensor([[1.0, -3.0], [3.0, 2.0]], requires_grad=True)
+        t.norm(math.inf, dim=(0, 1)).backward()
+        out.append(t.grad)
+        w = lib.arange(12.0).reshape(3, 4)
+        out += [w.norm(keepdim=True), w.var(keepdim=True), w.norm(dim=()),
+                w.var(dim=[]), lib.tensor([1.0, 2.0, 4.0]).var(False),
+                lib.tensor([-300.0, 300.0]).half().std().float()]
+        with pytest.warns(UserWarning, match="degrees of freedom"):
+            out.append(lib.tensor([1.0, 2.0]).var(correction=2))
+        return out
+
+    for got, want in zip(grads(ampc), grads(torch)):
+        assert tuple(got.shape) == tuple(want.shape)
+        np.testing.assert_allclose(got.detach().numpy(),
+                                   want.detach().numpy(), rtol=1e-4)
+    with pytest.raises(RuntimeError, match="appears multiple times"):
+        ampc.ones(2, 2).norm(dim=(0, 0))
+    with pytest.raises(RuntimeError, match="both unbiased and correction"):
+        ampc.ones(3).var(unbiased=False, correction=1)

@@ -614,7 +614,7 @@ def _make_formulas():
     from ..nn import _losses as L
     from ..nn import functional as F
     from ..nn.modules._backward_hooks import BackwardHookFunction
-    from .._tensor_stats import Norm2, norm2_grad
+    from .._tensor_stats import Norm, SafeSqrt, norm_grad, safe_sqrt_grad
     from ..nn._bce import _BceWithLogits, bce_grads
     from ..tensor import Matmul
     return {
@@ -649,8 +649,9 @@ def _make_formulas():
         BackwardHookFunction: BackwardHookFunction.backward,
         _BceWithLogits: lambda node, g: bce_grads(node, g,
                                                   *node.saved_tensors),
-        Norm2: lambda node, g: (norm2_grad(node.saved_tensors[0], g,
-                                           node.dims, node.keepdim),
-                                None, None),
+        Norm: lambda node, g: (norm_grad(node.saved_tensors[0], g, node.p,
+                                         node.dims, node.keepdim),
+                               None, None, None),
+        SafeSqrt: lambda node, g: safe_sqrt_grad(node.saved_tensors[0], g),
         **_writes.formulas(),
     }
