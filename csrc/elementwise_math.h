@@ -13,6 +13,7 @@
 
 #include "amp_math.h"
 #include "kernels.h"
+#include "nn_math.h"
 
 // ----------------------------------------------------------------------------
 // float32
@@ -39,11 +40,31 @@ ampc_relu_f32(float x)
     return (x > 0.0f || x != x) ? x : 0.0f;
 }
 
-/* 1 / (1 + e^-x): exactly 0 below about -88 (e^-x is inf), 1 above 17. */
+/* 1 / (1 + e^-x): 0 below about -88 (e^-x is inf), 1 above 17.  With
+ * nn_math.h's branch-free exp, so the CPU loop vectorises and the GPU
+ * computes the same bits. */
 AMPC_HOST_DEVICE float
 ampc_sigmoid_f32(float x)
 {
-    return 1.0f / (1.0f + expf(-x));
+    return 1.0f / (1.0f + ampc_exp_f32(-x));
+}
+
+/* tanh, branch-free so that loops over it vectorise (and the GPU gets the
+ * same bits): for |x| < 0.625 an odd polynomial in |x| (Cephes' tanhf
+ * coefficients), else 1 - 2 / (e^(2|x|) + 1); the sign of x put back last,
+ * so tanh(-0) = -0.  inf gives 1, NaN stays NaN. */
+AMPC_HOST_DEVICE float
+ampc_tanh_f32(float x)
+{
+    float a = fabsf(x), s = a * a;
+    float poly = ((((-5.70498872745e-3f * s + 2.06390887954e-2f) * s -
+                    5.37397155531e-2f) * s + 1.33314422036e-1f) * s -
+                  3.33332819422e-1f) * s * a + a;
+    float big = 1.0f - 2.0f / (ampc_exp_f32(2.0f * a) + 1.0f);
+    uint32_t small = 0u - (uint32_t)(a < 0.625f);
+    float r = ampc_f32_from_bits((ampc_f32_bits(poly) & small) |
+                                 (ampc_f32_bits(big) & ~small));
+    return copysignf(r, x);
 }
 
 /* As torch.sign: sign(+-0) = +0 and sign(NaN) = 0 (pytorch#41245; NumPy

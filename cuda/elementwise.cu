@@ -163,7 +163,7 @@ unary_c(int op, float a)
     case AMPC_UN_SIGMOID:
         return ampc_sigmoid_f32(a);
     case AMPC_UN_TANH:
-        return tanhf(a);
+        return ampc_tanh_f32(a);
     default:
         return ampc_sign_f32(a);
     }

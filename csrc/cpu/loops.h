@@ -449,7 +449,7 @@ ampc_unary_f32(ampc_unary_op op, int64_t n, const float *a, float *o)
         break;
     case AMPC_UN_TANH:
         for (i = 0; i < n; i++) {
-            o[i] = tanhf(a[i]);
+            o[i] = ampc_tanh_f32(a[i]);
         }
         break;
     default:
