@@ -17,6 +17,7 @@ import warnings
 from . import _C
 from ._dtype_device import float32
 from .autograd.function import Function
+from .autograd.grad_mode import _mode
 
 _TB = _C.TensorBase
 _INF = (math.inf, -math.inf)
@@ -77,7 +78,12 @@ def _unreduce(g, dims, keepdim):
 
 
 def _norm_of(x, p, dims, keepdim):
-    """The p-norm of x (float32 for 16-bit x), no autograd."""
+    """The p-norm of x (float32 for 16-bit x), no autograd: over every dim
+    for p > 0 one fused pass (clip_grad_norm_'s kernel, float32 sums)."""
+    if p > 0 and len(dims) == x.ndim and x.numel() and not (
+            _mode.enabled and x.requires_grad):     # (not in a formula)
+        out = _C._grad_norm([_wide(x)], float(p))
+        return out.reshape(*[1] * x.ndim) if keepdim else out
     a = _wide(x).abs()
     if p in _INF:
         return _extreme(a, dims, keepdim, p > 0)
