@@ -232,35 +232,37 @@ def _from_output(g, y, rule):
 
 
 class Sigmoid(Function):
-    """y = 1 / (1 + e^-x); dy/dx = y (1 - y), from the saved output."""
+    """y = 1 / (1 + e^-x); dy/dx = y (1 - y), from the saved output.  Tanh
+    shares the shape with its own op and rule."""
+
+    _op = "sigmoid"
+
+    @staticmethod
+    def _rule(g, y):
+        return _binary("mul", g, _binary("mul", y, _binary("sub", 1.0, y)))
 
     @staticmethod
     def forward(ctx, a):
-        out = _unary("sigmoid", a)
+        out = _unary(ctx._function._op, a)
         ctx.save_for_backward(out)
         return out
 
     @staticmethod
     def backward(ctx, g):
         out, = ctx.saved_tensors
-        return _from_output(g, out, lambda g, y: _binary(
-            "mul", g, _binary("mul", y, _binary("sub", 1.0, y))))
+        return _from_output(g, out, ctx._function._rule)
 
 
-class Tanh(Function):
+class Tanh(Sigmoid):
     """y = tanh(x); dy/dx = 1 - y^2, from the saved output."""
 
-    @staticmethod
-    def forward(ctx, a):
-        out = _unary("tanh", a)
-        ctx.save_for_backward(out)
-        return out
+    _op = "tanh"
+    forward = Sigmoid.forward
+    backward = Sigmoid.backward
 
     @staticmethod
-    def backward(ctx, g):
-        out, = ctx.saved_tensors
-        return _from_output(g, out, lambda g, y: _binary(
-            "mul", g, _binary("sub", 1.0, _binary("mul", y, y))))
+    def _rule(g, y):
+        return _binary("mul", g, _binary("sub", 1.0, _binary("mul", y, y)))
 
 
 class Sign(Function):
