@@ -38,6 +38,12 @@ AmpcTensorObject *ampc_as_dtype(AmpcTensorObject *t, ampc_dtype dt);
  * kernel argument: no wait, and safe during CUDA graph capture. */
 int ampc_device_fill(AmpcTensorObject *t, const void *host_value,
                      const char *fn);
+/* The output of an element-wise op: `out` checked (device, shape, dtype
+ * the result casts to, no internal overlap) or, when None, a new tensor of
+ * the broadcast shape.  New reference, or NULL with an exception. */
+AmpcTensorObject *ampc_prepare_out(const char *fn, PyObject *out_obj, int nd,
+                                   const int64_t *shape, ampc_dtype result,
+                                   ampc_device dev);
 /* Fills t with the Python number value. */
 int ampc_fill_value(AmpcTensorObject *t, PyObject *value, const char *fn);
 /* The index of name in names, or -1 with ValueError naming fn. */

@@ -1,4 +1,4 @@
-/* ops_elementwise.c - binary ops, comparisons, unary ops and clamp with
+/* ops_elementwise.c - binary ops, comparisons and clamp with
  * broadcasting, Python scalars and PyTorch's type promotion; float16 and
  * bfloat16 with a scalar compute in float32 ("opmath").  CPU tensors run
  * the CPU table's 1-D kernels per innermost run; CUDA tensors hand the
@@ -163,11 +163,9 @@ operand_shape(PyObject *v, int *nd, const int64_t **shape)
     }
 }
 
-/* The output for an element-wise op: `out` checked (shape, dtype, overlap)
- * or a new tensor of the broadcast shape.  New reference. */
-static AmpcTensorObject *
-prepare_out(const char *fn, PyObject *out_obj, int nd, const int64_t *shape,
-            ampc_dtype result, ampc_device dev)
+AmpcTensorObject *
+ampc_prepare_out(const char *fn, PyObject *out_obj, int nd,
+                 const int64_t *shape, ampc_dtype result, ampc_device dev)
 {
     if (out_obj == NULL || out_obj == Py_None) {
         return ampc_tensor_empty(nd, shape, result, dev);
@@ -514,7 +512,7 @@ op_binary(PyObject *module, PyObject *args, PyObject *kwds)
     if (ampc_cuda_enter(fn, dev) < 0) {
         return NULL;
     }
-    AmpcTensorObject *out = prepare_out(fn, out_obj, nd, shape, result, dev);
+    AmpcTensorObject *out = ampc_prepare_out(fn, out_obj, nd, shape, result, dev);
     if (out == NULL) {
         return NULL;
     }
@@ -597,110 +595,7 @@ op_result_type(PyObject *module, PyObject *args)
 }
 
 // ----------------------------------------------------------------------------
-// unary ops
-
-static const char *const unary_names[AMPC_NUM_UNARY] = {
-    "neg", "abs", "sqrt", "exp", "log", "relu", "sign", "sigmoid", "tanh",
-    "isfinite"};
-
-typedef struct {
-    ampc_unary_op op;
-    ampc_dtype dt;
-} unary_ctx;
-
-static void
-unary_inner(void *ctx, int64_t n, char **p, const int64_t *s)
-{
-    unary_ctx *c = ctx;
-    ampc_cpu.unary(c->op, c->dt, n, p[1], s[1], p[0], s[0]);
-}
-
-static PyObject *
-op_unary(PyObject *module, PyObject *args, PyObject *kwds)
-{
-    static char *kwlist[] = {"op", "a", "out", NULL};
-    PyObject *name, *a_obj, *out_obj = Py_None;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OO|O:unary", kwlist, &name,
-                                     &a_obj, &out_obj)) {
-        return NULL;
-    }
-    int op = ampc_lookup_name(unary_names, AMPC_NUM_UNARY, name, "unary");
-    if (op < 0) {
-        return NULL;
-    }
-    const char *fn = unary_names[op];
-    if (ampc_check_tensor_any(fn, "self", a_obj) < 0) {
-        return NULL;
-    }
-    AmpcTensorObject *a = AMPC_TENSOR(a_obj);
-    if (ampc_cuda_enter(fn, a->device) < 0) {
-        return NULL;
-    }
-    ampc_dtype dt = a->dtype, result = a->dtype;
-    if (op == AMPC_UN_SQRT || op == AMPC_UN_EXP || op == AMPC_UN_LOG ||
-        op == AMPC_UN_SIGMOID || op == AMPC_UN_TANH) {
-        if (!ampc_dtype_is_float(dt)) {
-            dt = result = AMPC_FLOAT32;
-        }
-    }
-    else if (op == AMPC_UN_ISFINITE) {
-        result = AMPC_BOOL;
-    }
-    else if (a->dtype == AMPC_BOOL) {
-        PyErr_Format(PyExc_RuntimeError,
-                     "%s(): not supported for bool tensors; convert with "
-                     ".long() or .float() first",
-                     fn);
-        return NULL;
-    }
-    AmpcTensorObject *out = prepare_out(fn, out_obj, a->ndim, a->shape,
-                                        result, a->device);
-    if (out == NULL) {
-        return NULL;
-    }
-    AmpcTensorObject *target = out;
-    if (out->dtype != result) {
-        target = ampc_tensor_empty(a->ndim, a->shape, result, a->device);
-    }
-    AmpcTensorObject *in = NULL, *cast = NULL;
-    int rc = -1;
-    if (target == NULL || (cast = ampc_as_dtype(a, dt)) == NULL ||
-        (in = ampc_unalias(cast, target)) == NULL) {
-        goto done;
-    }
-    AmpcTensorObject *ops[2] = {target, in};
-    ampc_iter it;
-    ampc_iter_init(&it, 2, ops);
-    if (ampc_is_cuda(target)) {
-        int code = ampc_cuda.unary((ampc_unary_op)op, dt, &it);
-        if (code != 0) {
-            ampc_cuda_raise(fn, code);
-            goto done;
-        }
-    }
-    else {
-        unary_ctx c = {(ampc_unary_op)op, dt};
-        ampc_run_iter(&it, unary_inner, &c, ampc_numel(target));
-    }
-    rc = 0;
-    if (target != out) {
-        rc = ampc_copy_into(out, target);
-    }
-    else if (out_obj != Py_None) {
-        out->storage->version++;
-    }
-done:
-    Py_XDECREF(in);
-    Py_XDECREF(cast);
-    if (target != out) {
-        Py_XDECREF(target);
-    }
-    if (rc < 0) {
-        Py_DECREF(out);
-        return NULL;
-    }
-    return (PyObject *)out;
-}
+// clamp
 
 /* clamp(a, min=None, max=None, out=None): maximum with min, then minimum
  * with max, both in place on the output (NaN propagates, like PyTorch). */
@@ -742,7 +637,8 @@ op_clamp(PyObject *module, PyObject *args, PyObject *kwds)
             result = ampc_promote(result, r);
         }
     }
-    AmpcTensorObject *out = prepare_out("clamp", out_obj, a->ndim, a->shape,
+    AmpcTensorObject *out = ampc_prepare_out("clamp", out_obj, a->ndim,
+                                             a->shape,
                                         result, a->device);
     if (out == NULL) {
         return NULL;
@@ -792,10 +688,6 @@ PyMethodDef ampc_elementwise_methods[] = {
      "compare(op, a, b) -> bool tensor: eq ne lt le gt ge"},
     {"result_type", op_result_type, METH_VARARGS,
      "result_type(a, b) -> the promoted dtype"},
-    {"unary", (PyCFunction)(void (*)(void))op_unary,
-     METH_VARARGS | METH_KEYWORDS,
-     "unary(op, a, out=None): neg abs sqrt exp log relu sign sigmoid tanh "
-     "isfinite"},
     {"clamp", (PyCFunction)(void (*)(void))op_clamp,
      METH_VARARGS | METH_KEYWORDS, "clamp(a, min=None, max=None, out=None)"},
     {NULL},

@@ -1,0 +1,122 @@
+/* ops_unary.c - the unary element-wise ops (neg, abs, sqrt, exp, log,
+ * relu, sign, sigmoid, tanh, isfinite) as _C.unary(op, a, out=None): an
+ * integer or bool input of a float-only op computes in float32, isfinite
+ * writes bool.  CPU tensors run the CPU table's 1-D kernels per innermost
+ * run, CUDA tensors hand the iteration to cuda/elementwise.cu.
+ */
+#include "ampc.h"
+
+#include "ops.h"
+
+static const char *const unary_names[AMPC_NUM_UNARY] = {
+    "neg", "abs", "sqrt", "exp", "log", "relu", "sign", "sigmoid", "tanh",
+    "isfinite"};
+
+typedef struct {
+    ampc_unary_op op;
+    ampc_dtype dt;
+} unary_ctx;
+
+static void
+unary_inner(void *ctx, int64_t n, char **p, const int64_t *s)
+{
+    unary_ctx *c = ctx;
+    ampc_cpu.unary(c->op, c->dt, n, p[1], s[1], p[0], s[0]);
+}
+
+static PyObject *
+op_unary(PyObject *module, PyObject *args, PyObject *kwds)
+{
+    static char *kwlist[] = {"op", "a", "out", NULL};
+    PyObject *name, *a_obj, *out_obj = Py_None;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OO|O:unary", kwlist, &name,
+                                     &a_obj, &out_obj)) {
+        return NULL;
+    }
+    int op = ampc_lookup_name(unary_names, AMPC_NUM_UNARY, name, "unary");
+    if (op < 0) {
+        return NULL;
+    }
+    const char *fn = unary_names[op];
+    if (ampc_check_tensor_any(fn, "self", a_obj) < 0) {
+        return NULL;
+    }
+    AmpcTensorObject *a = AMPC_TENSOR(a_obj);
+    if (ampc_cuda_enter(fn, a->device) < 0) {
+        return NULL;
+    }
+    ampc_dtype dt = a->dtype, result = a->dtype;
+    if (op == AMPC_UN_SQRT || op == AMPC_UN_EXP || op == AMPC_UN_LOG ||
+        op == AMPC_UN_SIGMOID || op == AMPC_UN_TANH) {
+        if (!ampc_dtype_is_float(dt)) {
+            dt = result = AMPC_FLOAT32;
+        }
+    }
+    else if (op == AMPC_UN_ISFINITE) {
+        result = AMPC_BOOL;
+    }
+    else if (a->dtype == AMPC_BOOL) {
+        PyErr_Format(PyExc_RuntimeError,
+                     "%s(): not supported for bool tensors; convert with "
+                     ".long() or .float() first",
+                     fn);
+        return NULL;
+    }
+    AmpcTensorObject *out = ampc_prepare_out(fn, out_obj, a->ndim,
+                                             a->shape, result, a->device);
+    if (out == NULL) {
+        return NULL;
+    }
+    AmpcTensorObject *target = out;
+    if (out->dtype != result) {
+        target = ampc_tensor_empty(a->ndim, a->shape, result, a->device);
+    }
+    AmpcTensorObject *in = NULL, *cast = NULL;
+    int rc = -1;
+    if (target == NULL || (cast = ampc_as_dtype(a, dt)) == NULL ||
+        (in = ampc_unalias(cast, target)) == NULL) {
+        goto done;
+    }
+    AmpcTensorObject *ops[2] = {target, in};
+    ampc_iter it;
+    ampc_iter_init(&it, 2, ops);
+    if (ampc_is_cuda(target)) {
+        int code = ampc_cuda.unary((ampc_unary_op)op, dt, &it);
+        if (code != 0) {
+            ampc_cuda_raise(fn, code);
+            goto done;
+        }
+    }
+    else {
+        unary_ctx c = {(ampc_unary_op)op, dt};
+        ampc_run_iter(&it, unary_inner, &c, ampc_numel(target));
+    }
+    rc = 0;
+    if (target != out) {
+        rc = ampc_copy_into(out, target);
+    }
+    else if (out_obj != Py_None) {
+        out->storage->version++;
+    }
+done:
+    Py_XDECREF(in);
+    Py_XDECREF(cast);
+    if (target != out) {
+        Py_XDECREF(target);
+    }
+    if (rc < 0) {
+        Py_DECREF(out);
+        return NULL;
+    }
+    return (PyObject *)out;
+}
+
+// ----------------------------------------------------------------------------
+
+PyMethodDef ampc_unary_methods[] = {
+    {"unary", (PyCFunction)(void (*)(void))op_unary,
+     METH_VARARGS | METH_KEYWORDS,
+     "unary(op, a, out=None): neg abs sqrt exp log relu sign sigmoid tanh "
+     "isfinite"},
+    {NULL},
+};
