@@ -570,7 +570,7 @@ _FUNCTIONS = [
     "index_put", "masked_fill", "scatter", "scatter_add", "index_add",
     "take", "narrow", "isclose", "allclose", "equal", "logical_and",
     "logical_or", "logical_xor", "logical_not", "sigmoid", "tanh", "norm",
-    "var", "std",
+    "var", "std", "split", "chunk", "unbind", "tile", "flip",
 ]
 # Kept out of this module's globals (they would shadow the builtins
 # sum/max/min/abs/any/all here); ampc/__init__.py exports them.
