@@ -43,11 +43,13 @@ def cases(device):
     logp = rng.standard_normal((4096, 1000)).astype(np.float32)
     target = rng.integers(0, 1000, (4096, 1))
 
-    def a(x, **kw):
-        return ampc.tensor(x, **kw).to(device)
+    # (requires_grad after the move: a leaf on the device, whose .grad fills)
+    def a(x, requires_grad=False):
+        return ampc.tensor(x).to(device).requires_grad_(requires_grad)
 
-    def t(x, **kw):
-        return torch.tensor(x, **kw).to(device) if torch else None
+    def t(x, requires_grad=False):
+        return torch.tensor(x).to(device).requires_grad_(requires_grad) \
+            if torch else None
 
     at, ar, ac = a(table), a(rows), a(cols)
     aw = a(table, requires_grad=True)
