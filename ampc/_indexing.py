@@ -416,11 +416,10 @@ def put(t, index, values, accumulate=False, name="index_put_", wrap=True):
     bounds (as in scatter)."""
     from .autograd import IndexAdd, IndexPut, _mode, inplace
     if not is_advanced(index):
-        index = tuple(_as_index_tensor(i, t.device) if _is_int(i) else i
-                      for i in (index if index.__class__ is tuple
-                                else (index,)))
-        index = tuple(i.reshape(1) if isinstance(i, _TB) else i
-                      for i in index)
+        # (ints and 0-d int tensors only, as index_put_ may get: a basic
+        # index names each element once, so an add is a plain write)
+        t[index] = t[index] + values if accumulate else values
+        return t
     if not accumulate and fill_by_mask(t, index, values):
         return t
     plan = IndexPlan(t, index, name, wrap)

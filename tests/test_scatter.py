@@ -180,3 +180,22 @@ def test_more_errors_name_the_problem():
         ampc.tensor(1.0).narrow(0, 0, 1)
     with pytest.raises(RuntimeError, match="num_classes should be -1 or"):
         F.one_hot(ampc.tensor([0]), True)
+
+
+def test_index_put_with_0_d_indices_matches_torch():
+    """Ints only: a basic index, written (or added to) in place, with
+    gradients through the write."""
+    torch = torch_or_skip()
+    results = []
+    for lib in (ampc, torch):
+        for acc in (False, True):
+            x = lib.arange(6.0).reshape(2, 3).requires_grad_()
+            y = x * 1
+            v = lib.tensor(5.0, requires_grad=True)
+            y.index_put_((lib.tensor(1), lib.tensor(2)), v, accumulate=acc)
+            (y * lib.arange(1.0, 7.0).reshape(2, 3)).sum().backward()
+            results.append([y.detach().numpy(), x.grad.numpy(),
+                            v.grad.numpy()])
+    for got, want in zip(results[:2], results[2:]):
+        for a, b in zip(got, want):
+            np.testing.assert_array_equal(a, b)
