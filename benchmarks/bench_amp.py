@@ -12,7 +12,9 @@ torch is installed), all in this process.  The
 and subnormal elements per tensor in the same pass.  GB/s counts the bytes
 read and written.  Then the lab's SimpleCNN training step in AMP float16
 (autocast + GradScaler) and AMP bfloat16 (autocast) against the float32
-step: ms per step and ampc's peak tensor memory, beside torch's step time.
+step, and both again with the weights' 16-bit copies kept
+(``ampc.amp.keep_weight_casts``): ms per step and ampc's peak tensor
+memory, beside torch's step time.
 Last, unscale-and-clip at the lab's parameter sizes: ampc's fused
 ``scaler.clip_grad_norm_(opt, max_norm)`` against the recipe's
 ``scaler.unscale_(opt)`` + ``clip_grad_norm_`` in ampc and in torch.
@@ -164,10 +166,16 @@ def training_steps(batch, repeat):
     xs = rng.standard_normal((batch, 3, 32, 32)).astype(np.float32)
     ys = rng.integers(0, 10, batch)
     rows = {}
-    for precision in ("fp32", "fp16", "bf16"):
+    for name in ("fp32", "fp16", "bf16", "fp16+kept", "bf16+kept"):
+        precision, _, kept = name.partition("+")
         ampc.manual_seed(0)
         model = SimpleCNN()
         opt = ampc.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+        if kept:
+            # persistent 16-bit weights, rewritten by the SGD step
+            casts = ampc.amp.keep_weight_casts(
+                model, dtype={"fp16": ampc.float16,
+                              "bf16": ampc.bfloat16}[precision])
         step = _step_fn(ampc, model, opt, ampc.tensor(xs), ampc.tensor(ys),
                         precision)
         step()                                  # momentum buffers exist
@@ -176,7 +184,12 @@ def training_steps(batch, repeat):
         t = best_time(step, repeat)
         peak = ampc.max_memory_allocated() - base
         row = {"ms": t * 1e3, "peak_mb": peak / 2**20}
-        if torch is not None:
+        if kept:
+            row["kept_mb"] = casts.nbytes / 2**20
+            casts.release()
+            if torch is not None:
+                row["torch_ms"] = rows[precision]["torch_ms"]
+        elif torch is not None:
             torch.manual_seed(0)
             tmodel = torch.nn.Sequential(
                 torch.nn.Conv2d(3, 32, 3, padding=1), torch.nn.ReLU(),
@@ -189,7 +202,7 @@ def training_steps(batch, repeat):
             tstep = _step_fn(torch, tmodel, topt, torch.from_numpy(xs),
                              torch.from_numpy(ys), precision)
             row["torch_ms"] = best_time(tstep, repeat) * 1e3
-        rows[precision] = row
+        rows[name] = row
     return rows
 
 
@@ -197,7 +210,9 @@ def print_training_steps(batch, repeat):
     rows = training_steps(batch, repeat)
     fp32 = rows["fp32"]
     print(f"\nSimpleCNN training step, batch {batch}, CPU "
-          "(peak = ampc's tensor memory during a step, weights excluded)")
+          "(peak = ampc's tensor memory during a step, weights excluded; "
+          "+kept: ampc.amp.keep_weight_casts, its copies excluded too, "
+          "torch's column its plain autocast step)")
     head = (f"{'precision':<10}{'ms/step':>9}{'vs fp32':>9}{'peak MB':>9}"
             f"{'vs fp32':>9}")
     if torch is not None:
@@ -208,6 +223,8 @@ def print_training_steps(batch, repeat):
                 f"{r['peak_mb']:>9.1f}{r['peak_mb'] / fp32['peak_mb']:>9.2f}")
         if torch is not None:
             line += f"{r['torch_ms']:>10.1f}{r['ms'] / r['torch_ms']:>11.2f}"
+        if "kept_mb" in r:
+            line += f"   copies {r['kept_mb']:.1f} MB"
         print(line)
 
 

@@ -5,7 +5,8 @@
    (autocast + GradScaler) and AMP bfloat16 (autocast), eagerly and
    replayed from a CUDA graph (the graphed step uses SGD(fused=True), so
    the scaler's skip decision stays on the device and the step has no host
-   sync).  ms per step.
+   sync).  ms per step.  The AMP steps again with the weights' 16-bit
+   copies kept (``ampc.amp.keep_weight_casts``), so that no weight is cast.
 2. The fused unscale-and-inf-check (``_amp_foreach_non_finite_check_and_
    unscale_``: every gradient multiplied by 1/scale in place, inf/NaN
    flagged, one launch) in GB/s (bytes read + written), against a
@@ -94,16 +95,21 @@ def torch_simple_cnn():
         torch.nn.Linear(512, 10))
 
 
-def make_step(lib, model, x, y, precision, fused, device="cuda"):
+def make_step(lib, model, x, y, precision, fused, device="cuda",
+              keep=False):
     """(step, body, optimizer) for one SimpleCNN training step of ``lib``
     (ampc or torch) in ``precision`` on ``device`` ("cuda" or "cpu"):
     ``step`` zeroes the gradients then runs ``body`` (forward, backward,
-    optimizer step, scaler update), which is what a graph captures."""
+    optimizer step, scaler update), which is what a graph captures.
+    ``keep``: ampc keeps the weights' 16-bit copies
+    (``ampc.amp.keep_weight_casts``), rewritten by the SGD step."""
     kwargs = {"fused": True} if fused else {}
     opt = lib.optim.SGD(model.parameters(), lr=0.01, momentum=0.9, **kwargs)
     crit = lib.nn.CrossEntropyLoss()
     scaler = lib.amp.GradScaler(device) if precision == "fp16" else None
     dtype = {"fp16": lib.float16, "bf16": lib.bfloat16}.get(precision)
+    if keep:
+        ampc.amp.keep_weight_casts(model, dtype=dtype)
     # NOTE: torch's autocast weight cache must be off under graph capture
     # (its cached casts would outlive the capture); ampc's cache lives
     # only inside one autocast region, so it needs no such switch.
@@ -214,6 +220,8 @@ def training_step(precision, xs, ys, fused, repeat, inner, log, row):
     except RuntimeError as e:
         row["ampc_graph_ms"] = None
         log(f"  ampc {precision} graph: not captured: {e}")
+    if precision != "fp32":
+        kept_steps(precision, xs, ys, fused, repeat, inner, log, row)
     if torch is not None:
         torch.manual_seed(0)
         tmodel = torch_simple_cnn().cuda()
@@ -236,6 +244,25 @@ def training_step(precision, xs, ys, fused, repeat, inner, log, row):
         except RuntimeError as e:
             row["torch_graph_ms"] = None
             log(f"  torch {precision} graph: not captured: {e}")
+
+
+def kept_steps(precision, xs, ys, fused, repeat, inner, log, row):
+    """The AMP step again with kept weight casts: eager and graphed ms,
+    and the copies' bytes."""
+    from ampc.lab.model import SimpleCNN
+    ampc.manual_seed(0)
+    model = SimpleCNN().to("cuda")
+    step, body, opt = make_step(ampc, model, ampc.tensor(xs, device="cuda"),
+                                ampc.tensor(ys, device="cuda"), precision,
+                                fused, keep=True)
+    row["kept_eager_ms"] = median_time(step, ampc_sync, repeat, inner) * 1e3
+    try:
+        replay = graphed(ampc, step, body, opt)
+        row["kept_graph_ms"] = median_time(replay, ampc_sync, repeat,
+                                           inner) * 1e3
+    except RuntimeError as e:
+        log(f"  ampc {precision} kept-casts graph: not captured: {e}")
+    # the copies go with the model's parameters
 
 
 # ----------------------------------------------------------------------------
@@ -396,6 +423,14 @@ def report(steps, fused, unscale, gemm, batch, out):
             if mine and theirs:
                 targets.append((f"ampc {name} {mode} step faster than torch",
                                 theirs / mine, mine < theirs))
+    say("\n== AMP step with kept weight casts (ampc.amp.keep_weight_casts;"
+        " ms, and the ratio to the step above) ==")
+    for name, r in steps.items():
+        for mode in ("eager", "graph"):
+            kept, plain = r.get(f"kept_{mode}_ms"), r.get(f"ampc_{mode}_ms")
+            if kept:
+                say(f"{name:<10}{mode:<7}{kept:9.2f}"
+                    f"{_f(plain / kept if plain else None, '9.2f')}x")
     say("\n== fused unscale-and-inf-check vs device-to-device copy "
         "(GB/s, read + write) ==")
     say(f"{'dtype':<10}{'elements':>12}{'ampc':>9}{'copy':>9}{'ampc/copy':>11}"

@@ -3,10 +3,12 @@
  * requires grad through autograd's Cast, so gradients flow back in the
  * source dtype; any other directly in C), and the
  * cache of float32 leaf weights cast to the autocast dtype, kept until the
- * outermost autocast context exits (PyTorch's cached_cast).
+ * outermost autocast context exits (PyTorch's cached_cast).  A weight with
+ * a kept cast (weight_casts.h) is not cast at all: its kept copy is used.
  */
 #include "autocast.h"
 #include "ops.h"
+#include "weight_casts.h"
 
 typedef enum {
     POLICY_NONE = 0,
@@ -183,10 +185,34 @@ cast_one(PyObject *v, ampc_dtype to, int device, const AutocastState *st,
             return NULL;
         }
     }
+    /* a kept cast (weight_casts.h) stands in for the cast */
+    ampc_kept_cast *k = NULL;
+    if (to == st->dtype[device] && t->dtype == AMPC_FLOAT32 &&
+        t->grad_fn == NULL && t->base == NULL) {
+        k = ampc_kept_cast_find(t);
+    }
+    if (k != NULL && k->cast->dtype != to) {
+        k = NULL;
+    }
+    if (k != NULL && !ampc_kept_cast_fresh(k, t) &&
+        ampc_kept_cast_refresh(k, t) < 0) {
+        Py_XDECREF(key);
+        return NULL;
+    }
     PyObject *cast;
     if (grad_enabled && t->requires_grad) {
+        /* Cast.apply(t, dtype[, kept]): without a kept cast the NULL ends
+         * the argument list early */
         cast = PyObject_CallFunctionObjArgs(cast_fn, v, ampc_dtype_object(to),
+                                            (PyObject *)(k != NULL ? k->cast
+                                                                   : NULL),
                                             NULL);
+    }
+    else if (k != NULL) {
+        /* a view of its own, so that the kept tensor is never handed out */
+        cast = (PyObject *)ampc_tensor_view(k->cast, k->cast->ndim,
+                                            k->cast->shape, k->cast->strides,
+                                            k->cast->data);
     }
     else {
         /* nothing for autograd to record: the cast without Python */

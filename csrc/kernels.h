@@ -481,6 +481,11 @@ typedef struct {
     int first_step;             /* the buffer is set to the gradient */
     const float *grad_scale;
     const float *found_inf;
+    /* CPU kernels: NULL, or a kept float16/bfloat16 cast of the float32
+     * parameter (weight_casts.h), written from the updated values in the
+     * same pass (the CUDA kernels take ampc_optim_list.kept) */
+    void *kept;
+    ampc_dtype kept_dtype;
 } ampc_sgd_args;
 
 /* The parameters of one multi-tensor optimizer step, all of one dtype on
@@ -489,7 +494,9 @@ typedef struct {
  * the optimizer keeps (SGD: the momentum buffer; Adam: exp_avg,
  * exp_avg_sq, max_exp_avg_sq); state[s] is NULL where not kept.  step:
  * NULL, or Adam's per-parameter float32 step counters (as
- * ampc_adam_args.step). */
+ * ampc_adam_args.step).  kept: NULL, or per float32 parameter NULL or its
+ * kept cast (weight_casts.h), of dtype kept_dtype[t], which the step
+ * rewrites from the updated parameter in the same pass. */
 typedef struct {
     int64_t n;
     const int64_t *numel;
@@ -497,6 +504,8 @@ typedef struct {
     void *const *grad;
     void *const *state[3];
     float *const *step;
+    void *const *kept;
+    const int8_t *kept_dtype;
 } ampc_optim_list;
 
 /* param, grad, momentum_buffer (n) (NULL when momentum == 0), one pass */
@@ -521,6 +530,8 @@ typedef struct {
      * ampc_adam_bias_corrections), so that no host sync is needed. */
     float *step;
     double lr, beta1, beta2_f64;
+    void *kept;                 /* as ampc_sgd_args */
+    ampc_dtype kept_dtype;
 } ampc_adam_args;
 
 /* param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq (n) (NULL unless

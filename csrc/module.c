@@ -29,6 +29,7 @@
 #ifdef AMPC_WITH_CUDA
 #include "../cuda/ampc_cuda.h"
 #endif /* AMPC_WITH_CUDA */
+#include "weight_casts.h"
 
 /* NOTE: ampc keeps one state per process: the kernel table and the
  * allocator's counters describe the process, not an interpreter, so the
@@ -472,6 +473,7 @@ extern PyMethodDef ampc_grad_norm_methods[];
 extern PyMethodDef ampc_autocast_functions[];
 extern PyMethodDef ampc_autocast_policy_functions[];
 extern PyMethodDef ampc_autocast_state_functions[];
+extern PyMethodDef ampc_weight_cast_functions[];
 extern PyMethodDef ampc_cuda_graph_methods[];
 extern PyMethodDef ampc_cuda_event_methods[];
 
@@ -496,6 +498,7 @@ join_functions(void)
                                    ampc_autocast_functions,
                                    ampc_autocast_policy_functions,
                                    ampc_autocast_state_functions,
+                                   ampc_weight_cast_functions,
                                    ampc_cuda_graph_methods,
                                    ampc_cuda_event_methods};
     size_t n = 0;
@@ -546,7 +549,7 @@ ampc_exec(PyObject *module)
     if (ampc_grad_scaler_init(module) < 0) {
         return -1;
     }
-    if (ampc_autocast_init(module) < 0) {
+    if (ampc_autocast_init(module) < 0 || ampc_weight_casts_init() < 0) {
         return -1;
     }
     return 0;

@@ -199,6 +199,36 @@ parameters_share_memory(const ampc_optim_batch *b)
     return shared;
 }
 
+/* The parameters' kept casts that the step can rewrite (weight_casts.h);
+ * the arrays stay NULL when there are none. */
+static int
+find_kept_casts(ampc_optim_batch *b)
+{
+    for (Py_ssize_t i = 0; i < b->n; i++) {
+        AmpcTensorObject *p = b->e[i].param;
+        ampc_kept_cast *k = ampc_kept_cast_find(p);
+        if (k == NULL || !ampc_kept_cast_writable(k, p)) {
+            continue;
+        }
+        if (b->kept == NULL) {
+            b->kept = PyMem_Calloc((size_t)b->n, sizeof(*b->kept));
+            b->kept_ptr = PyMem_Calloc((size_t)b->n, sizeof(void *));
+            b->kept_dtype = PyMem_Calloc((size_t)b->n, 1);
+            b->kept_fresh = PyMem_Calloc((size_t)b->n, 1);
+            if (b->kept == NULL || b->kept_ptr == NULL ||
+                b->kept_dtype == NULL || b->kept_fresh == NULL) {
+                PyErr_NoMemory();
+                return -1;
+            }
+        }
+        b->kept[i] = k;
+        b->kept_ptr[i] = k->cast->data;
+        b->kept_dtype[i] = (int8_t)k->cast->dtype;
+        b->kept_fresh[i] = (char)ampc_kept_cast_fresh(k, p);
+    }
+    return 0;
+}
+
 int
 ampc_optim_batch_init(const char *fn, ampc_optim_batch *b,
                       ampc_optim_entry *e, Py_ssize_t n)
@@ -244,6 +274,10 @@ ampc_optim_batch_init(const char *fn, ampc_optim_batch *b,
     /* the CPU steps one parameter after another anyway */
     b->shared = n > 1 && ampc_is_cuda(e[0].param) &&
                 parameters_share_memory(b);
+    if (e[0].param->dtype == AMPC_FLOAT32 && find_kept_casts(b) < 0) {
+        ampc_optim_batch_free(b);
+        return -1;
+    }
     return 0;
 }
 
@@ -252,7 +286,7 @@ ampc_optim_batch_list(const ampc_optim_batch *b, Py_ssize_t i,
                       Py_ssize_t count)
 {
     ampc_optim_list l = {count, b->numel + i, b->ptr + i, b->ptr + b->n + i,
-                         {NULL, NULL, NULL}, NULL};
+                         {NULL, NULL, NULL}, NULL, NULL, NULL};
     for (int s = 0; s < AMPC_OPTIM_STATES; s++) {
         /* a state is kept for every parameter of a call or for none */
         if (b->e[0].state[s] != NULL) {
@@ -261,6 +295,10 @@ ampc_optim_batch_list(const ampc_optim_batch *b, Py_ssize_t i,
     }
     if (b->step != NULL) {
         l.step = b->step + i;
+    }
+    if (b->kept != NULL) {
+        l.kept = b->kept_ptr + i;
+        l.kept_dtype = b->kept_dtype + i;
     }
     return l;
 }
@@ -283,6 +321,9 @@ ampc_optim_batch_finish(ampc_optim_batch *b, int unscaled)
         }
         if (e->step != NULL) {
             e->step->storage->version++;
+        }
+        if (b->kept != NULL && b->kept[i] != NULL) {
+            ampc_kept_cast_stepped(b->kept[i], e->param, b->kept_fresh[i]);
         }
     }
     for (Py_ssize_t i = 0; unscaled && i < b->n; i++) {
@@ -307,5 +348,9 @@ ampc_optim_batch_free(ampc_optim_batch *b)
     PyMem_Free(b->ptr);
     PyMem_Free(b->numel);
     PyMem_Free(b->step);
+    PyMem_Free(b->kept);
+    PyMem_Free(b->kept_ptr);
+    PyMem_Free(b->kept_dtype);
+    PyMem_Free(b->kept_fresh);
     memset(b, 0, sizeof(*b));
 }

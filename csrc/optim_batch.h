@@ -2,13 +2,15 @@
  * of one parameter's tensors, in the words of the single-tensor call
  * ("param", "grad") or of the list call ("params[3]", "grads[3]"), and a
  * batch of checked parameters ready for the kernels (contiguous grads,
- * pointer arrays, whether two parameters share memory), with the grads
- * written back and the versions advanced after the step.
+ * pointer arrays, whether two parameters share memory, the parameters'
+ * kept casts), with the grads written back and the versions advanced after
+ * the step.
  */
 #ifndef AMPC_OPTIM_BATCH_H
 #define AMPC_OPTIM_BATCH_H
 
 #include "ampc.h"
+#include "weight_casts.h"
 
 /* The states an optimizer keeps per parameter (SGD: the momentum buffer;
  * Adam: exp_avg, exp_avg_sq, max_exp_avg_sq). */
@@ -35,6 +37,13 @@ typedef struct {
     int64_t total;                      /* elements of all parameters */
     int shared;                         /* two parameters share memory
                                          * (checked on a GPU only) */
+    /* NULL unless a parameter keeps a cast (weight_casts.h); then per
+     * parameter its entry (or NULL), the copy's data and dtype for the
+     * kernels, and whether it was fresh before the step */
+    ampc_kept_cast **kept;
+    void **kept_ptr;
+    int8_t *kept_dtype;
+    char *kept_fresh;
 } ampc_optim_batch;
 
 /* "param" for the single-tensor call (i < 0), else "params[i]" in buf. */

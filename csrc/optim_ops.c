@@ -199,7 +199,12 @@ sgd_cuda(const void *args, ampc_dtype dt, const ampc_optim_list *l)
 static void
 sgd_cpu(const void *args, ampc_dtype dt, const ampc_optim_list *l)
 {
-    ampc_cpu.sgd_step(args, dt, l->numel[0], l->param[0], l->grad[0],
+    ampc_sgd_args one = *(const ampc_sgd_args *)args;
+    if (l->kept != NULL) {
+        one.kept = l->kept[0];
+        one.kept_dtype = (ampc_dtype)l->kept_dtype[0];
+    }
+    ampc_cpu.sgd_step(&one, dt, l->numel[0], l->param[0], l->grad[0],
                       l->state[0] != NULL ? l->state[0][0] : NULL);
 }
 
@@ -404,6 +409,10 @@ adam_cpu(const void *args, ampc_dtype dt, const ampc_optim_list *l)
 {
     ampc_adam_args one = *(const ampc_adam_args *)args;
     one.step = l->step != NULL ? l->step[0] : NULL;
+    if (l->kept != NULL) {
+        one.kept = l->kept[0];
+        one.kept_dtype = (ampc_dtype)l->kept_dtype[0];
+    }
     ampc_cpu.adam_step(&one, dt, l->numel[0], l->param[0], l->grad[0],
                        l->state[0][0], l->state[1][0],
                        l->state[2] != NULL ? l->state[2][0] : NULL);

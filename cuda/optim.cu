@@ -3,6 +3,8 @@
  * the CPU's order), 128-bit loads and stores where a parameter's tensors
  * are all 16-byte aligned.  Each step updates a whole list of parameters
  * in one launch, one block per chunk of a parameter (multi_tensor.cuh).
+ * A parameter's kept cast (weight_casts.h) is written from the updated
+ * float32 values as they are stored.
  * The device-side skip of PyTorch's _step_supports_amp_scaling contract is
  * read here: with found_inf nonzero the kernels return at once, so nothing
  * is written and no host sync is needed; with a grad_scale, the unscaled
@@ -16,8 +18,9 @@
  * tensor starts 16-byte aligned; small enough that the lab's 2.1M
  * parameters make about 500 blocks. */
 #define OPTIM_CHUNK 4096
-/* Parameters per launch (about 7.8 KB of kernel parameters); a longer list
- * takes one launch per OPTIM_MAX_TENSORS. */
+/* Parameters per launch (about 9 KB of kernel parameters, within the 32 KB
+ * that CUDA 12.1 allows); a longer list takes one launch per
+ * OPTIM_MAX_TENSORS. */
 #define OPTIM_MAX_TENSORS 128
 
 // ----------------------------------------------------------------------------
@@ -31,11 +34,15 @@ struct optim_launch {
     void *grad[OPTIM_MAX_TENSORS];
     void *state[3][OPTIM_MAX_TENSORS];  /* NULL where not kept */
     float *step[OPTIM_MAX_TENSORS];     /* Adam's counters, or NULL */
+    void *kept[OPTIM_MAX_TENSORS];      /* kept casts, or NULL */
+    int8_t kept_dtype[OPTIM_MAX_TENSORS];
     int64_t numel[OPTIM_MAX_TENSORS];
     int32_t first_block[OPTIM_MAX_TENSORS + 1];
     uint8_t aligned[OPTIM_MAX_TENSORS]; /* all its tensors 16-byte aligned */
     int32_t n;
 };
+static_assert(sizeof(optim_launch) + sizeof(ampc_adam_args) <= 32764,
+              "kernel parameters beyond CUDA's limit");
 
 /* This block's parameter t and its elements [*begin, *end). */
 __device__ __forceinline__ int
@@ -70,6 +77,8 @@ optim_launch_fill(optim_launch *L, const ampc_optim_list *l, int64_t *next)
             aligned = aligned && nn_aligned16(L->state[s][n]);
         }
         L->step[n] = l->step != NULL ? l->step[t] : NULL;
+        L->kept[n] = l->kept != NULL ? l->kept[t] : NULL;
+        L->kept_dtype[n] = l->kept != NULL ? l->kept_dtype[t] : 0;
         L->numel[n] = l->numel[t];
         L->first_block[n] = blocks;
         L->aligned[n] = (uint8_t)aligned;
@@ -102,6 +111,18 @@ unscale_one(float g, float inv_scale, nn_t<DT> *at)
     return g;
 }
 
+/* Element i of a kept cast (kernels.h ampc_optim_list.kept) := p. */
+__device__ __forceinline__ void
+store_kept(void *kept, int8_t dt, int64_t i, float p)
+{
+    if (dt == AMPC_FLOAT16) {
+        ((nn_t<AMPC_FLOAT16> *)kept)[i] = nn_store<AMPC_FLOAT16>(p);
+    }
+    else {
+        ((nn_t<AMPC_BFLOAT16> *)kept)[i] = nn_store<AMPC_BFLOAT16>(p);
+    }
+}
+
 // ----------------------------------------------------------------------------
 // CUDA kernels
 
@@ -121,6 +142,8 @@ sgd_step_kernel(ampc_sgd_args a, optim_launch L)
     nn_t<DT> *param = (nn_t<DT> *)L.param[t];
     nn_t<DT> *grad = (nn_t<DT> *)L.grad[t];
     nn_t<DT> *buf = (nn_t<DT> *)L.state[0][t];
+    void *kept = L.kept[t];
+    int8_t kept_dt = L.kept_dtype[t];
     float inv_scale = ampc_optim_inv_scale(a.grad_scale);
     int unscale = a.grad_scale != NULL;
     int has_buf = buf != NULL;
@@ -142,6 +165,9 @@ sgd_step_kernel(ampc_sgd_args a, optim_launch L)
 #pragma unroll
         for (int k = 0; k < N; k++) {
             p.f[k] = ampc_sgd_one(&a, p.f[k], g.f[k], has_buf, &b.f[k]);
+            if (kept != NULL) {
+                store_kept(kept, kept_dt, i + k, p.f[k]);
+            }
         }
         p.store(param + i);
         if (has_buf) {
@@ -156,6 +182,9 @@ sgd_step_kernel(ampc_sgd_args a, optim_launch L)
         }
         float p = ampc_sgd_one(&a, nn_load<DT>(param[i]), g, has_buf, &b);
         param[i] = nn_store<DT>(p);
+        if (kept != NULL) {
+            store_kept(kept, kept_dt, i, p);
+        }
         if (has_buf) {
             buf[i] = nn_store<DT>(b);
         }
@@ -198,6 +227,8 @@ adam_step_kernel(ampc_adam_args a, optim_launch L)
     nn_t<DT> *exp_avg = (nn_t<DT> *)L.state[0][t];
     nn_t<DT> *exp_avg_sq = (nn_t<DT> *)L.state[1][t];
     nn_t<DT> *vmax = (nn_t<DT> *)L.state[2][t];
+    void *kept = L.kept[t];
+    int8_t kept_dt = L.kept_dtype[t];
     float inv_scale = ampc_optim_inv_scale(a.grad_scale);
     int unscale = a.grad_scale != NULL;
     int ams = vmax != NULL;
@@ -219,6 +250,9 @@ adam_step_kernel(ampc_adam_args a, optim_launch L)
         for (int k = 0; k < N; k++) {
             p.f[k] = ampc_adam_one(&a, p.f[k], g.f[k], &m.f[k], &s.f[k],
                                    ams, &x.f[k]);
+            if (kept != NULL) {
+                store_kept(kept, kept_dt, i + k, p.f[k]);
+            }
         }
         p.store(param + i);
         m.store(exp_avg + i);
@@ -237,6 +271,9 @@ adam_step_kernel(ampc_adam_args a, optim_launch L)
         float p = ampc_adam_one(&a, nn_load<DT>(param[i]), g, &m, &s, ams,
                                 &x);
         param[i] = nn_store<DT>(p);
+        if (kept != NULL) {
+            store_kept(kept, kept_dt, i, p);
+        }
         exp_avg[i] = nn_store<DT>(m);
         exp_avg_sq[i] = nn_store<DT>(s);
         if (ams) {

@@ -141,6 +141,9 @@ def optimizers_and_amp(dev):
                                    ampc.nn.ReLU(),
                                    ampc.nn.Linear(331, 3)).to(dev)
         x = ampc.randn(9, 13, device=dev)
+        # fused: the steps also write the weights' kept float16 copies
+        casts = (ampc.amp.keep_weight_casts(model, dtype=ampc.float16)
+                 if fused else None)
         for opt in (ampc.optim.SGD(model.parameters(), lr=0.1,
                                    momentum=0.9, fused=fused),
                     ampc.optim.Adam(model.parameters(), lr=1e-3,
@@ -161,6 +164,8 @@ def optimizers_and_amp(dev):
                 scaler.step(opt)
                 scaler.update()
             scaler.stats()
+        if casts is not None:
+            casts.release()
 
 
 def graph(dev):

@@ -9,7 +9,9 @@ whether a scaler) suits this machine, and why.  ``custom_fwd`` /
 ``register_op`` gives any function an autocast policy; ``detect_overflow``
 finds the layer where inf/NaN first appeared; ``layer_report`` times a
 training step layer by layer and says what keeps AMP from being faster;
-``autocast_cache_info`` says how much memory the weight-cast cache holds.
+``autocast_cache_info`` says how much memory the weight-cast cache holds;
+``keep_weight_casts`` keeps persistent 16-bit weight copies instead, which
+the optimizers refresh in their fused step.
 
 >>> import ampc
 >>> scaler = ampc.amp.GradScaler("cpu", init_scale=1024.0)
@@ -32,6 +34,7 @@ from .advice import AutocastChoice, suggest_autocast
 from .custom_ops import custom_bwd, custom_fwd, register_op
 from .overflow import OverflowRecord, OverflowReport, detect_overflow
 from .perf import LayerReport, LayerTiming, layer_report
+from .weight_casts import KeptWeightCasts, keep_weight_casts
 
 
 class CastCacheInfo(collections.namedtuple("CastCacheInfo",
@@ -77,9 +80,9 @@ def is_autocast_available(device_type):
     return device(device_type).type in ("cpu", "cuda")
 
 
-__all__ = ["AutocastChoice", "CastCacheInfo", "GradScaler", "LayerReport", "LayerTiming",
-           "OptState", "OverflowRecord", "OverflowReport", "autocast",
-           "autocast_cache_info",
+__all__ = ["AutocastChoice", "CastCacheInfo", "GradScaler", "KeptWeightCasts",
+           "LayerReport", "LayerTiming", "OptState", "OverflowRecord",
+           "OverflowReport", "autocast", "autocast_cache_info",
            "custom_bwd", "custom_fwd", "detect_overflow",
-           "is_autocast_available", "layer_report",
+           "is_autocast_available", "keep_weight_casts", "layer_report",
            "register_op", "suggest_autocast"]

@@ -336,17 +336,19 @@ class MaskedFill(Function):
 
 class Cast(Function):
     """to(dtype): the gradient flows back in the source dtype (the engine
-    casts it)."""
+    casts it).  Autocast passes ``kept``, a weight's kept cast
+    (``ampc.amp.keep_weight_casts``), that already holds ``a``'s values in
+    ``dtype``: the output is then a view of it, and nothing is cast."""
 
     node_name = "ToCopyBackward0"
 
     @staticmethod
-    def forward(ctx, a, dtype):
-        return _cast(a, dtype)
+    def forward(ctx, a, dtype, kept=None):
+        return _cast(a, dtype) if kept is None else kept
 
     @staticmethod
     def backward(ctx, g):
-        return g, None
+        return g, None      # (None for kept is implied)
 
 
 class Clone(Function):

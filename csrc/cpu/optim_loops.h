@@ -20,7 +20,22 @@ typedef struct {
     const ampc_adam_args *adam;
     ampc_dtype dt;
     void *param, *grad, *buf, *exp_avg, *exp_avg_sq, *max_exp_avg_sq;
+    void *kept;                 /* kernels.h ampc_sgd_args.kept */
+    ampc_dtype kept_dtype;
 } ampc_optim_ctx;
+
+/* The updated float32 parameters pv[0:m] of the block at element i, into
+ * the kept cast (when there is one). */
+static AMPC_ALWAYS_INLINE void
+ampc_optim_store_kept(const ampc_converters *cv, const ampc_optim_ctx *c,
+                      const float *pv, int64_t i, int64_t m)
+{
+    if (c->kept != NULL) {
+        char *kp = (char *)c->kept +
+                   i * (int64_t)ampc_dtype_size[c->kept_dtype];
+        ampc_store_block_f32(cv, c->kept_dtype, pv, m, kp, 1, NULL);
+    }
+}
 
 /* With a grad_scale (PyTorch's fused-optimizer contract), the block's
  * gradients are unscaled, g * inv_scale, and written back to the grad
@@ -104,6 +119,7 @@ ampc_sgd_range(const ampc_converters *cv, const ampc_optim_ctx *c, int64_t b,
             po[j] = ampc_sgd_param(pv[j], neg_lr, d[j]);
         }
         ampc_store_block_f32(cv, dt, po, m, pp, 1, NULL);
+        ampc_optim_store_kept(cv, c, po, i, m);
     }
 }
 
@@ -198,6 +214,7 @@ ampc_adam_range(const ampc_converters *cv, ampc_sqrt_block_fn sqrt_block,
         ampc_store_block_f32(cv, dt, mv, m, mp, 1, NULL);
         ampc_store_block_f32(cv, dt, vv, m, vp, 1, NULL);
         ampc_store_block_f32(cv, dt, pv, m, pp, 1, NULL);
+        ampc_optim_store_kept(cv, c, pv, i, m);
     }
 }
 
@@ -210,7 +227,8 @@ ampc_sgd_launch(ampc_range_fn range, const ampc_sgd_args *a, ampc_dtype dt,
         return;
     }
     ampc_optim_ctx c = {.sgd = a, .dt = dt, .param = param, .grad = grad,
-                        .buf = buf};
+                        .buf = buf, .kept = a->kept,
+                        .kept_dtype = a->kept_dtype};
     ampc_parallel_for(n, AMPC_NN_GRAIN, range, &c);
 }
 
@@ -235,7 +253,8 @@ ampc_adam_launch(ampc_range_fn range, const ampc_adam_args *a, ampc_dtype dt,
     ampc_optim_ctx c = {.adam = &stepped, .dt = dt, .param = param,
                         .grad = grad, .exp_avg = exp_avg,
                         .exp_avg_sq = exp_avg_sq,
-                        .max_exp_avg_sq = max_exp_avg_sq};
+                        .max_exp_avg_sq = max_exp_avg_sq,
+                        .kept = a->kept, .kept_dtype = a->kept_dtype};
     ampc_parallel_for(n, AMPC_NN_GRAIN, range, &c);
 }
 
