@@ -294,6 +294,9 @@ ampc_free(ampc_device dev, void *ptr, size_t nbytes)
 // ----------------------------------------------------------------------------
 // storage
 
+/* The last storage id given (storages are made with the GIL held). */
+static uint64_t last_storage_id;
+
 static ampc_storage *
 storage_wrap(ampc_device dev, size_t nbytes, void *data, char pinned)
 {
@@ -308,6 +311,7 @@ storage_wrap(ampc_device dev, size_t nbytes, void *data, char pinned)
     s->device = dev;
     s->owner = NULL;
     s->version = 0;
+    s->id = ++last_storage_id;
     s->pinned = pinned;
     return s;
 }

@@ -50,6 +50,7 @@ typedef struct {
     ampc_device device;
     PyObject *owner;        /* NULL when owned */
     uint64_t version;       /* bumped by every in-place write (autograd) */
+    uint64_t id;            /* unique in the process, never reused */
     char pinned;            /* page-locked host memory (pin_memory()) */
 } ampc_storage;
 

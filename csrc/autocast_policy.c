@@ -199,6 +199,9 @@ cast_one(PyObject *v, ampc_dtype to, int device, const AutocastState *st,
         Py_XDECREF(key);
         return NULL;
     }
+    if (k != NULL) {
+        ampc_kept_cast_note_use(k);
+    }
     PyObject *cast;
     if (grad_enabled && t->requires_grad) {
         /* Cast.apply(t, dtype[, kept]): without a kept cast the NULL ends

@@ -7,6 +7,7 @@
  * functions raise a clear RuntimeError.
  */
 #include "ampc.h"
+#include "weight_casts.h"
 
 #define GRAPH_CAPSULE "ampc._C.cuda_graph"
 #define POOL_CAPSULE "ampc._C.cuda_graph_pool"
@@ -20,6 +21,8 @@ typedef struct {
     uint64_t *rng_base;     /* device: {offset, seed} of the generator at
                              * a replay */
     uint64_t rng_used;      /* how far the capture moved the generator */
+    PyObject *kept;         /* the kept weight casts the graph uses (a
+                             * list, weight_casts.h), or NULL */
 } graph_box;
 
 // ----------------------------------------------------------------------------
@@ -185,6 +188,9 @@ graph_capsule_destroy(PyObject *capsule)
         PyErr_Clear();
         return;
     }
+    if (box->g != NULL && !box->captured) {
+        Py_XDECREF(ampc_kept_casts_capture_end());  /* abandoned */
+    }
     if (box->g != NULL) {
         /* NOTE: no exception can leave a destructor; a failure here (the
          * driver already shut down at exit) only leaks the graph. */
@@ -194,6 +200,7 @@ graph_capsule_destroy(PyObject *capsule)
         rng_capture_end(box);
         (void)ampc_cuda.free(box->rng_base);
     }
+    Py_XDECREF(box->kept);
     PyMem_Free(box);
 }
 
@@ -299,6 +306,7 @@ mod_cuda_graph_capture_begin(PyObject *module, PyObject *args)
         return ampc_cuda_raise(fn, rc);
     }
     rng_capture_begin(box);
+    ampc_kept_casts_capture_begin();
     Py_RETURN_NONE;
 }
 
@@ -320,6 +328,7 @@ mod_cuda_graph_capture_end(PyObject *module, PyObject *obj)
         return NULL;
     }
     rng_capture_end(box);
+    Py_XSETREF(box->kept, ampc_kept_casts_capture_end());
     int rc = ampc_cuda.graph_capture_end(box->g);
     if (rc != 0) {
         /* The capture is over either way (an op that CUDA refuses during
@@ -355,6 +364,8 @@ mod_cuda_graph_replay(PyObject *module, PyObject *obj)
     if (rc == 0) {
         rc = ampc_cuda.graph_replay(box->g);
     }
+    /* the replay writes parameters without changing their versions */
+    ampc_kept_casts_replayed();
     if (rc != 0) {
         return ampc_cuda_raise(fn, rc);
     }
@@ -376,9 +387,13 @@ mod_cuda_graph_reset(PyObject *module, PyObject *obj)
         return NULL;
     }
     rng_capture_end(box);
+    if (!box->captured) {
+        Py_XDECREF(ampc_kept_casts_capture_end());  /* abandoned */
+    }
     int rc = ampc_cuda.graph_destroy(box->g);
     box->g = NULL;
     box->captured = 0;
+    Py_CLEAR(box->kept);
     if (rc != 0) {
         return ampc_cuda_raise(fn, rc);
     }

@@ -221,7 +221,8 @@ find_kept_casts(ampc_optim_batch *b)
                 return -1;
             }
         }
-        b->kept[i] = k;
+        ampc_kept_cast_note_use(k);
+        b->kept[i] = (AmpcTensorObject *)Py_NewRef(k->cast);
         b->kept_ptr[i] = k->cast->data;
         b->kept_dtype[i] = (int8_t)k->cast->dtype;
         b->kept_fresh[i] = (char)ampc_kept_cast_fresh(k, p);
@@ -323,7 +324,7 @@ ampc_optim_batch_finish(ampc_optim_batch *b, int unscaled)
             e->step->storage->version++;
         }
         if (b->kept != NULL && b->kept[i] != NULL) {
-            ampc_kept_cast_stepped(b->kept[i], e->param, b->kept_fresh[i]);
+            ampc_kept_cast_stepped(e->param, b->kept[i], b->kept_fresh[i]);
         }
     }
     for (Py_ssize_t i = 0; unscaled && i < b->n; i++) {
@@ -348,6 +349,11 @@ ampc_optim_batch_free(ampc_optim_batch *b)
     PyMem_Free(b->ptr);
     PyMem_Free(b->numel);
     PyMem_Free(b->step);
+    if (b->kept != NULL) {
+        for (Py_ssize_t i = 0; i < b->n; i++) {
+            Py_XDECREF(b->kept[i]);
+        }
+    }
     PyMem_Free(b->kept);
     PyMem_Free(b->kept_ptr);
     PyMem_Free(b->kept_dtype);

@@ -38,9 +38,10 @@ typedef struct {
     int shared;                         /* two parameters share memory
                                          * (checked on a GPU only) */
     /* NULL unless a parameter keeps a cast (weight_casts.h); then per
-     * parameter its entry (or NULL), the copy's data and dtype for the
+     * parameter its copy (a reference held through the step, which may
+     * run without the GIL; or NULL), the copy's data and dtype for the
      * kernels, and whether it was fresh before the step */
-    ampc_kept_cast **kept;
+    AmpcTensorObject **kept;
     void **kept_ptr;
     int8_t *kept_dtype;
     char *kept_fresh;

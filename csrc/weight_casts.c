@@ -12,6 +12,9 @@
 
 /* NOTE: process-wide, as autocast's weight-cast cache is. */
 static PyObject *registry;      /* {address: capsule(ampc_kept_cast)} */
+static uint64_t replays;        /* CUDA graph replays so far */
+static PyObject *captured;      /* while a graph is captured: the copies
+                                 * it uses (a list), else NULL */
 
 #define CAPSULE_NAME "ampc.kept_cast"
 
@@ -25,9 +28,6 @@ kept_cast_free(PyObject *capsule)
     }
     Py_XDECREF(k->ref);
     Py_XDECREF(k->cast);
-    if (k->source != NULL) {
-        ampc_storage_decref(k->source);
-    }
     PyMem_Free(k);
 }
 
@@ -74,13 +74,15 @@ ampc_kept_cast_writable(ampc_kept_cast *k,
 int
 ampc_kept_cast_fresh(ampc_kept_cast *k, AmpcTensorObject *param)
 {
-    if (k->source != param->storage || k->source_data != param->data ||
-        k->version != param->storage->version ||
+    if (k->source_id != param->storage->id ||
+        k->source_data != param->data ||
+        k->version != param->storage->version || k->replays != replays ||
         !ampc_same_device(k->cast, param) || k->cast->ndim != param->ndim) {
         return 0;
     }
     for (int d = 0; d < param->ndim; d++) {
-        if (k->cast->shape[d] != param->shape[d]) {
+        if (k->cast->shape[d] != param->shape[d] ||
+            k->source_strides[d] != param->strides[d]) {
             return 0;
         }
     }
@@ -90,13 +92,12 @@ ampc_kept_cast_fresh(ampc_kept_cast *k, AmpcTensorObject *param)
 static void
 note_source(ampc_kept_cast *k, AmpcTensorObject *param)
 {
-    param->storage->refcnt++;
-    if (k->source != NULL) {
-        ampc_storage_decref(k->source);
-    }
-    k->source = param->storage;
+    k->source_id = param->storage->id;
     k->source_data = param->data;
+    memcpy(k->source_strides, param->strides,
+           sizeof(int64_t) * (size_t)param->ndim);
     k->version = param->storage->version;
+    k->replays = replays;
 }
 
 int
@@ -126,13 +127,48 @@ ampc_kept_cast_refresh(ampc_kept_cast *k, AmpcTensorObject *param)
 }
 
 void
-ampc_kept_cast_stepped(ampc_kept_cast *k, AmpcTensorObject *param,
+ampc_kept_cast_stepped(AmpcTensorObject *param, AmpcTensorObject *cast,
                        int was_fresh)
 {
-    k->cast->storage->version++;
-    if (was_fresh) {
+    cast->storage->version++;
+    /* the entry may have been released, or given a new copy, while the
+     * step ran without the GIL */
+    ampc_kept_cast *k = ampc_kept_cast_find(param);
+    if (k != NULL && k->cast == cast && was_fresh) {
         k->version = param->storage->version;
     }
+}
+
+void
+ampc_kept_cast_note_use(ampc_kept_cast *k)
+{
+    if (captured != NULL && PyList_Append(captured, (PyObject *)k->cast) <
+                                0) {
+        /* NOTE: without memory to note it, the graph may outlive the copy;
+         * nothing else can be done from here */
+        PyErr_Clear();
+    }
+}
+
+void
+ampc_kept_casts_capture_begin(void)
+{
+    Py_XSETREF(captured, PyList_New(0));
+    PyErr_Clear();
+}
+
+PyObject *
+ampc_kept_casts_capture_end(void)
+{
+    PyObject *list = captured;
+    captured = NULL;
+    return list != NULL ? list : PyList_New(0);
+}
+
+void
+ampc_kept_casts_replayed(void)
+{
+    replays++;
 }
 
 // ----------------------------------------------------------------------------
@@ -247,22 +283,31 @@ wc_keep(PyObject *module, PyObject *args)
     return Py_NewRef((PyObject *)k->cast);
 }
 
-/* _kept_weight_cast(param) -> its kept cast brought up to date, or None */
+/* _kept_weight_cast(param) -> its kept cast as it is (stale or not), or
+ * None */
 static PyObject *
 wc_kept(PyObject *module, PyObject *obj)
 {
-    if (!ampc_tensor_check(obj)) {
-        Py_RETURN_NONE;
+    ampc_kept_cast *k = ampc_tensor_check(obj)
+                            ? ampc_kept_cast_find(AMPC_TENSOR(obj))
+                            : NULL;
+    return Py_NewRef(k != NULL ? (PyObject *)k->cast : Py_None);
+}
+
+/* _kept_weight_casts() -> every kept cast */
+static PyObject *
+wc_all(PyObject *module, PyObject *unused)
+{
+    PyObject *list = PyList_New(0);
+    PyObject *key, *capsule;
+    Py_ssize_t pos = 0;
+    while (list != NULL && PyDict_Next(registry, &pos, &key, &capsule)) {
+        ampc_kept_cast *k = entry_of(capsule);
+        if (k == NULL || PyList_Append(list, (PyObject *)k->cast) < 0) {
+            Py_CLEAR(list);
+        }
     }
-    AmpcTensorObject *p = AMPC_TENSOR(obj);
-    ampc_kept_cast *k = ampc_kept_cast_find(p);
-    if (k == NULL) {
-        Py_RETURN_NONE;
-    }
-    if (!ampc_kept_cast_fresh(k, p) && ampc_kept_cast_refresh(k, p) < 0) {
-        return NULL;
-    }
-    return Py_NewRef((PyObject *)k->cast);
+    return list;
 }
 
 /* _kept_weight_cast_is_fresh(param) -> whether its kept cast holds its
@@ -305,7 +350,7 @@ wc_count(PyObject *module, PyObject *unused)
 int
 ampc_weight_casts_init(void)
 {
-    registry = PyDict_New();
+    Py_XSETREF(registry, PyDict_New());
     return registry == NULL ? -1 : 0;
 }
 
@@ -313,7 +358,9 @@ PyMethodDef ampc_weight_cast_functions[] = {
     {"_keep_weight_cast", wc_keep, METH_VARARGS,
      "_keep_weight_cast(param, dtype) -> its kept float16/bfloat16 cast"},
     {"_kept_weight_cast", wc_kept, METH_O,
-     "_kept_weight_cast(param) -> its kept cast, up to date, or None"},
+     "_kept_weight_cast(param) -> its kept cast as it is, or None"},
+    {"_kept_weight_casts", wc_all, METH_NOARGS,
+     "_kept_weight_casts() -> every kept cast"},
     {"_kept_weight_cast_is_fresh", wc_is_fresh, METH_O,
      "_kept_weight_cast_is_fresh(param) -> True/False, None without one"},
     {"_release_weight_cast", wc_release, METH_O,

@@ -6,9 +6,10 @@
  * (optim_batch.c), so a training step casts no weight at all.
  *
  * A kept cast is known to hold the parameter's values while the
- * parameter's storage and its version are those it was made from; any
- * other write to the parameter (an in-place op, load_state_dict, a new
- * .data) makes it stale, and its next use casts it again first.
+ * parameter's storage, view and version are those it was made from and no
+ * CUDA graph has replayed since; any other write to the parameter through
+ * ampc (an in-place op, load_state_dict, a new .data) makes it stale, and
+ * its next use casts it again first.
  */
 #ifndef AMPC_WEIGHT_CASTS_H
 #define AMPC_WEIGHT_CASTS_H
@@ -18,11 +19,15 @@
 typedef struct {
     PyObject *ref;              /* weak reference to the parameter */
     AmpcTensorObject *cast;     /* the copy: contiguous, float16/bfloat16 */
-    /* the parameter's storage and data when the copy was last made; the
-     * storage reference keeps its address from being taken by another */
-    ampc_storage *source;
+    /* what the copy was last made from: the parameter's storage (by id,
+     * so that no reference keeps it alive), data and strides, the
+     * storage's version, and the CUDA graph replays until then (a replay
+     * writes parameters without changing versions) */
+    uint64_t source_id;
     char *source_data;
-    uint64_t version;           /* source's version then */
+    int64_t source_strides[AMPC_MAX_DIMS];
+    uint64_t version;
+    uint64_t replays;
 } ampc_kept_cast;
 
 /* param's kept cast (borrowed), or NULL; never raises. */
@@ -37,11 +42,20 @@ int ampc_kept_cast_writable(ampc_kept_cast *k,
 /* Makes k's copy hold param's values: cast into it, or into a new tensor
  * when param changed device or shape.  -1 with an exception. */
 int ampc_kept_cast_refresh(ampc_kept_cast *k, AmpcTensorObject *param);
-/* After a step wrote param and, from it, k's copy: the copy's version
- * advances; it stays fresh if it was before the step (a skipped step
- * writes neither). */
-void ampc_kept_cast_stepped(ampc_kept_cast *k, AmpcTensorObject *param,
+/* After a step wrote param and, from it, the copy `cast`: the copy's
+ * version advances; param's entry, if it still holds `cast`, stays fresh
+ * if it was before the step (a skipped step writes neither). */
+void ampc_kept_cast_stepped(AmpcTensorObject *param, AmpcTensorObject *cast,
                             int was_fresh);
+/* While a CUDA graph is captured, the copies that autocast reads or a
+ * step writes are noted, so that the graph keeps them alive (its replays
+ * use their memory): begin starts noting, end stops and returns the list
+ * (a new reference; NULL with an exception). */
+void ampc_kept_casts_capture_begin(void);
+PyObject *ampc_kept_casts_capture_end(void);
+void ampc_kept_cast_note_use(ampc_kept_cast *k);
+/* A CUDA graph replay ran: every copy must be checked again. */
+void ampc_kept_casts_replayed(void);
 
 /* The empty registry, at module init. */
 int ampc_weight_casts_init(void);

@@ -150,17 +150,27 @@ def _train(model, opt, scaler, device, dtype, steps, bad_step):
     return skipped
 
 
-@pytest.mark.parametrize("fused", [False, True])
+TRAJECTORY_OPTIMIZERS = [
+    ("SGD", dict(lr=0.05, momentum=0.9)),
+    ("SGD", dict(lr=0.05, momentum=0.9, fused=True)),
+    ("AdamW", dict(lr=0.01, weight_decay=0.1)),
+    ("Adam", dict(lr=0.01, fused=True)),
+]
+
+
+@pytest.mark.parametrize("name,kw", TRAJECTORY_OPTIMIZERS,
+                         ids=[f"{n}-{'-'.join(k)}"
+                              for n, k in TRAJECTORY_OPTIMIZERS])
 @pytest.mark.parametrize("dtype", LOW)
-def test_training_trajectory_is_unchanged(device, dtype, fused):
+def test_training_trajectory_is_unchanged(device, cpu_level, dtype, name,
+                                          kw):
     """GradScaler loop with a skipped (overflowing) step: the kept casts
     change nothing but where the 16-bit weights come from."""
     dt = getattr(ampc, dtype)
     runs = []
     for keep in (False, True):
         model = _model(device)
-        opt = ampc.optim.SGD(model.parameters(), lr=0.05, momentum=0.9,
-                             fused=fused)
+        opt = getattr(ampc.optim, name)(model.parameters(), **kw)
         if keep:
             ampc.amp.keep_weight_casts(model, dtype=dt)
         scaler = ampc.amp.GradScaler(device, init_scale=256.0,
@@ -174,6 +184,8 @@ def test_training_trajectory_is_unchanged(device, dtype, fused):
         assert s0[2] is True
     for a, b in zip(plain.parameters(), kept.parameters()):
         assert _same(a, b)
+        # kept fresh by the steps themselves, skipped one included
+        assert C._kept_weight_cast_is_fresh(b) is True
         np.testing.assert_array_equal(_np(C._kept_weight_cast(b)),
                                       _expected_cast(b, dtype))
 
@@ -204,9 +216,34 @@ def test_other_writes_make_it_stale_and_it_is_cast_again(device, dtype):
     # a new .data of another shape: a new copy of that shape
     old = C._kept_weight_cast(w)
     w.data = ampc.randn(29, 37).to(device)[:, :36].contiguous()
+    assert C._kept_weight_cast_is_fresh(w) is False
+    ampc.amp.keep_weight_casts([w], dtype=dt)          # brings it up to date
     k = C._kept_weight_cast(w)
     assert k is not old and tuple(k.shape) == (29, 36)
     np.testing.assert_array_equal(_np(k), _expected_cast(w, dtype))
+
+
+def test_a_transposed_data_of_the_same_shape_is_stale(device):
+    lin = nn.Linear(8, 8).to(device)
+    ampc.amp.keep_weight_casts(lin, dtype=ampc.float16)
+    w = lin.weight
+    # same storage, data pointer, version and shape: only the strides tell
+    w.data = w.detach().t()
+    assert C._kept_weight_cast_is_fresh(w) is False
+    x = ampc.randn(3, 8).to(device)
+    with ampc.autocast(device, dtype=ampc.float16):
+        out = lin(x)
+    plain = nn.Linear(8, 8).to(device)
+    plain.load_state_dict(lin.state_dict())
+    with ampc.autocast(device, dtype=ampc.float16):
+        assert _same(out, plain(x))
+
+
+def _zero_kept(model):
+    """Zeroes the kept copies behind autocast's back (their weights'
+    versions do not change): an output that uses them shows it."""
+    for p in model.parameters():
+        C._kept_weight_cast(p).zero_()
 
 
 @pytest.mark.parametrize("dtype", LOW)
@@ -214,6 +251,7 @@ def test_autocast_of_another_dtype_casts_as_usual(device, dtype):
     other = ampc.bfloat16 if dtype == "float16" else ampc.float16
     model, plain = _model(device), _model(device)
     ampc.amp.keep_weight_casts(model, dtype=getattr(ampc, dtype))
+    _zero_kept(model)
     x, _ = _batch(device)
     with ampc.autocast(device, dtype=other):
         out = model(x)
@@ -232,6 +270,65 @@ def test_frozen_weights_and_no_grad_use_the_kept_cast(device):
     with ampc.autocast(device, dtype=ampc.float16):
         out, expected = model(x), plain(x)
     assert not out.requires_grad and _same(out, expected)
+    _zero_kept(model)                   # the copies are what is read
+    with ampc.no_grad(), ampc.autocast(device, dtype=ampc.float16):
+        assert not _np(model(x)).any()
+    with ampc.autocast(device, dtype=ampc.float16):
+        assert not _np(model(x)).any()
+
+
+def test_a_large_step_without_the_gil_writes_the_copy(device):
+    """Above 65536 elements the CPU step runs without the GIL."""
+    lin = nn.Linear(301, 300).to(device)
+    opt = ampc.optim.SGD(lin.parameters(), lr=0.1, momentum=0.9)
+    ampc.amp.keep_weight_casts(lin, dtype=ampc.bfloat16)
+    x = ampc.randn(5, 301).to(device)
+    for _ in range(2):
+        opt.zero_grad()
+        with ampc.autocast(device, dtype=ampc.bfloat16):
+            lin(x).float().sum().backward()
+        opt.step()
+    assert C._kept_weight_cast_is_fresh(lin.weight) is True
+    np.testing.assert_array_equal(_np(C._kept_weight_cast(lin.weight)),
+                                  _expected_cast(lin.weight, "bfloat16"))
+
+
+def test_more_parameters_than_one_launch_takes(device):
+    """130 parameters: a CUDA step takes two launches of 128."""
+    model = nn.Sequential(*[nn.Linear(3, 3) for _ in range(65)]).to(device)
+    opt = ampc.optim.SGD(model.parameters(), lr=0.01, fused=True)
+    ampc.amp.keep_weight_casts(model, dtype=ampc.float16)
+    x = ampc.randn(2, 3).to(device)
+    with ampc.autocast(device, dtype=ampc.float16):
+        model(x).float().sum().backward()
+    opt.step()
+    for p in model.parameters():
+        assert C._kept_weight_cast_is_fresh(p) is True
+        np.testing.assert_array_equal(_np(C._kept_weight_cast(p)),
+                                      _expected_cast(p, "float16"))
+
+
+def test_half_after_keeping_frees_the_float32_weights(device):
+    model = nn.Linear(256, 128).to(device)
+    ampc.amp.keep_weight_casts(model, dtype=ampc.float16)
+    before = ampc.memory_allocated(device)
+    model.half()
+    gc.collect()
+    freed = before - ampc.memory_allocated(device)
+    # the float32 weights (4 bytes each) gave way to float16 ones (2 each)
+    assert freed >= 2 * (256 * 128 + 128)
+    with ampc.autocast(device, dtype=ampc.float16):
+        out = model(ampc.randn(2, 256).to(device).half())
+    assert out.dtype == ampc.float16
+
+
+def test_cache_info_does_not_count_the_kept_copies(device):
+    model = _model(device)
+    ampc.amp.keep_weight_casts(model, dtype=ampc.float16)
+    x, _ = _batch(device)
+    with ampc.autocast(device, dtype=ampc.float16):
+        model(x)
+        assert ampc.amp.autocast_cache_info().entries == 0
 
 
 def test_a_step_between_forward_and_backward_is_refused(device):
@@ -313,3 +410,41 @@ def test_matches_torch_autocast():
         t_out = tm(torch.from_numpy(x.numpy()))
     np.testing.assert_allclose(_np(out), t_out.double().detach().numpy(),
                                rtol=2e-2, atol=2e-2)
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not ampc.cuda.is_available(), reason="needs a CUDA GPU")
+def test_cuda_graph_replays_write_the_copies_and_keep_them_alive():
+    model = _model("cuda")
+    opt = ampc.optim.SGD(model.parameters(), lr=0.05, momentum=0.9,
+                         fused=True)
+    casts = ampc.amp.keep_weight_casts(model, dtype=ampc.float16)
+    scaler = ampc.amp.GradScaler("cuda", init_scale=256.0)
+    x, y = _batch("cuda")
+
+    def body():
+        with ampc.autocast("cuda", dtype=ampc.float16):
+            loss = nn.functional.cross_entropy(model(x), y)
+        scaler.scale(loss).backward()
+        scaler.step(opt)
+        scaler.update()
+
+    for _ in range(3):
+        opt.zero_grad(set_to_none=True)
+        body()
+    opt.zero_grad(set_to_none=True)
+    g = ampc.cuda.CUDAGraph()
+    with ampc.cuda.graph(g):
+        body()
+    for _ in range(3):
+        g.replay()
+    ampc.cuda.synchronize()
+    for p in model.parameters():
+        # written by the replayed step, though no version saw it
+        assert C._kept_weight_cast_is_fresh(p) is False
+        np.testing.assert_array_equal(_np(C._kept_weight_cast(p)),
+                                      _expected_cast(p, "float16"))
+    casts.release()
+    g.replay()              # the graph holds the copies it was captured with
+    ampc.cuda.synchronize()
+    del g

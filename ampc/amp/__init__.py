@@ -62,7 +62,10 @@ def autocast_cache_info():
     0
     """
     by_device = {}
-    tensors = _C._autocast_cache_tensors()
+    # views of kept weight casts (keep_weight_casts) cost nothing here
+    kept = {k.data_ptr() for k in _C._kept_weight_casts()}
+    tensors = [t for t in _C._autocast_cache_tensors()
+               if t.data_ptr() not in kept]
     for t in tensors:
         dev = str(t.device)
         by_device[dev] = by_device.get(dev, 0) + t.numel() * t.element_size()

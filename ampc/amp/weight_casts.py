@@ -7,11 +7,13 @@ is instead a persistent 16-bit copy of the weight: autocast uses it in place
 of the cast, and ampc's optimizers (SGD, Adam, AdamW: foreach, fused or one
 by one, on the CPU and on CUDA) rewrite it from the updated float32 weight
 in the same pass that updates the weight, so a training step casts no
-weight at all.  Any other write to the weight (an in-place op,
-``load_state_dict``, a new ``.data``) is noticed through the weight's
-version, and the copy is cast again at its next use: it never serves stale
-values.  The copies cost the bytes that ``nbytes`` reports, held between
-steps too.
+weight at all.  Any other write to the weight through ampc (an in-place
+op, ``load_state_dict``, a new ``.data``, a CUDA graph replay) is noticed
+through the weight's version, and the copy is cast again at its next use.
+(A write through a NumPy view of the weight is not seen, as autograd's
+version checks do not see it.)  The copies cost the bytes that ``nbytes``
+reports, held between steps too; a CUDA graph keeps the copies it uses
+alive.
 
 >>> import ampc
 >>> model = ampc.nn.Linear(64, 32)
@@ -100,8 +102,10 @@ class KeptWeightCasts:
         return sum(self.by_device.values())
 
     def release(self):
-        """Drops the kept casts (their memory goes once no graph holds
-        them); autocast casts these weights again at every forward."""
+        """Drops the kept casts of these weights (also where another
+        ``keep_weight_casts`` call kept them; their memory goes once no
+        autograd or CUDA graph holds them); autocast casts these weights
+        again at every forward."""
         for ref in self._refs:
             p = ref()
             if p is not None:
