@@ -15,6 +15,8 @@ Sections (each a function of the parsed arguments, run in order by
 * ``section_grouped``: the same for grouped and depthwise convolutions
   (MobileNet's and ResNeXt's 3x3 layers: depthwise, depthwise at stride 2,
   depthwise with a channel multiplier of 2, 4 and 32 groups).
+* ``section_pool``: avg_pool2d and adaptive_avg_pool2d forward +
+  backward at (batch, 64, 16, 16), beside torch's.
 * ``section_train_step``: one full training step of the lab's SimpleCNN
   (forward, cross-entropy, backward, SGD with momentum) at the lab's batch
   of 256 32x32 images, in float32, float16 (``model.half()``) and bfloat16
@@ -25,7 +27,7 @@ Sections (each a function of the parsed arguments, run in order by
 Not a test: run it by hand.
 
     python benchmarks/bench_train.py [--batch 256] [--repeat 5]
-        [--sections peak,gemm,conv,grouped,train_step] [--cpu-clock]
+        [--sections peak,gemm,conv,grouped,pool,train_step] [--cpu-clock]
 
 Every result is checked against torch (or float64 NumPy without torch)
 before it is timed; times are the best of ``--repeat`` runs.
@@ -409,8 +411,50 @@ def section_train_step(args):
         print(row, flush=True)
 
 
+def section_pool(args):
+    """Average pooling forward + backward at a ResNet stage's shape, each
+    validated against torch (or NumPy's mean for the global pool)."""
+    b = args.batch
+    shape = (b, 64, 16, 16)
+    print(f"\naverage pooling {shape}: forward + backward, ms")
+    print(f"{'op':<34}{'ampc':>8}{'torch':>8}{'ampc/torch':>12}")
+    xs = np.random.default_rng(0).standard_normal(shape).astype(np.float32)
+    cases = [("avg_pool2d 2x2", lambda F, x: F.avg_pool2d(x, 2)),
+             ("avg_pool2d 3x3 s2 p1", lambda F, x: F.avg_pool2d(x, 3, 2, 1)),
+             ("adaptive_avg_pool2d 1", lambda F, x: F.adaptive_avg_pool2d(
+                 x, 1)),
+             ("adaptive_avg_pool2d (5, 7)", lambda F, x: F.adaptive_avg_pool2d(
+                 x, (5, 7)))]
+    for name, op in cases:
+        x = ampc.tensor(xs, requires_grad=True)
+        y = op(ampc.nn.functional, x)
+        if torch is not None:
+            tx = torch.from_numpy(xs).requires_grad_()
+            want = op(torch.nn.functional, tx).detach().numpy()
+        else:
+            want = xs.mean(axis=(2, 3), keepdims=True) if name.endswith(
+                " 1") else None
+        if want is not None:
+            check(name, y.detach().numpy(), want, "float32")
+        g = ampc.ones(*y.shape)
+
+        def step(x=x, g=g):
+            op(ampc.nn.functional, x).backward(g)
+        ms = best_time(step, args) * 1e3
+        row = f"{name:<34}{ms:>8.2f}"
+        if torch is not None:
+            tg = torch.ones(*y.shape)
+
+            def tstep(tx=tx, tg=tg):
+                op(torch.nn.functional, tx).backward(tg)
+            tms = best_time(tstep, args) * 1e3
+            row += f"{tms:>8.2f}{ms / tms:>12.2f}"
+        print(row, flush=True)
+
+
 SECTIONS = {"peak": section_peak, "gemm": section_gemm, "conv": section_conv,
-            "grouped": section_grouped, "train_step": section_train_step}
+            "grouped": section_grouped, "pool": section_pool,
+            "train_step": section_train_step}
 
 
 def main():

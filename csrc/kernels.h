@@ -358,6 +358,32 @@ typedef enum {
     AMPC_NN_NO_MEMORY = 2       /* scratch memory could not be had */
 } ampc_nn_status;
 
+/* avg_pool2d (kernel KH x KW, stride, implicit zero padding, ceil_mode in
+ * the output size) and adaptive_avg_pool2d (adaptive: torch's windows for
+ * an OH x OW output; k, s and p unused) over planes = N * C planes of
+ * H x W.  Output (i, j) is the float32 sum of its window divided by
+ * divisor_override when nonzero, else by fh(i) * fw(j), one factor per axis
+ * (avg_pool_math.h ampc_avg_window). */
+typedef struct {
+    int64_t planes, h, w, oh, ow;
+    int64_t kh, kw, sh, sw, ph, pw;
+    int adaptive, count_include_pad;
+    int64_t divisor_override;
+} ampc_avg_pool2d_shape;
+
+/* x (planes, H, W) -> y (planes, OH, OW); each window summed by columns
+ * (each column's rows in order, then the columns in order) */
+typedef int (*ampc_avg_pool2d_fwd_fn)(const ampc_avg_pool2d_shape *s,
+                                      ampc_dtype dt, const void *x,
+                                      void *y);
+/* grad_out (planes, OH, OW) -> grad_in (planes, H, W): each input element
+ * the sum, over the output rows whose windows hold it (in order), of the
+ * sums over the output columns likewise of grad_out / divisor.  Both
+ * return an ampc_nn_status. */
+typedef int (*ampc_avg_pool2d_bwd_fn)(const ampc_avg_pool2d_shape *s,
+                                      ampc_dtype dt, const void *grad_out,
+                                      void *grad_in);
+
 /* grad_in (n) = out <= 0 ? 0 : grad_out, with out the relu's output (a NaN
  * passes the gradient, as torch's threshold_backward lets it). */
 typedef void (*ampc_relu_bwd_fn)(ampc_dtype dt, int64_t n,

@@ -465,6 +465,7 @@ extern PyMethodDef ampc_linalg_methods[];
 extern PyMethodDef ampc_conv_methods[];
 extern PyMethodDef ampc_nn_activation_methods[];
 extern PyMethodDef ampc_nn_pool_methods[];
+extern PyMethodDef ampc_nn_avg_pool_methods[];
 extern PyMethodDef ampc_nn_loss_methods[];
 extern PyMethodDef ampc_nn_mse_methods[];
 extern PyMethodDef ampc_optim_methods[];
@@ -491,7 +492,9 @@ join_functions(void)
                                    ampc_numpy_functions,
                                    ampc_linalg_methods, ampc_conv_methods,
                                    ampc_nn_activation_methods,
-                                   ampc_nn_pool_methods, ampc_nn_loss_methods,
+                                   ampc_nn_pool_methods,
+                                   ampc_nn_avg_pool_methods,
+                                   ampc_nn_loss_methods,
                                    ampc_nn_mse_methods,
                                    ampc_optim_methods, ampc_amp_methods,
                                    ampc_grad_norm_methods,

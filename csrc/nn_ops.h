@@ -1,6 +1,7 @@
 /* nn_ops.h - what the NN op files share: nn_ops.c (the argument checks
  * and the CUDA prologue), nn_activation.c (relu_backward, softmax,
- * dropout), nn_pool.c (max_pool2d), nn_loss.c (nll_loss, cross_entropy)
+ * dropout), nn_pool.c (max_pool2d), nn_avg_pool.c (avg_pool2d,
+ * adaptive_avg_pool2d), nn_loss.c (nll_loss, cross_entropy)
  * and nn_mse.c (mse_loss).  Private to them; the checks that optim_ops.c
  * uses too (ampc_arg_*) are declared in ampc.h.
  */
@@ -31,6 +32,18 @@ AmpcTensorObject *ampc_nn_contiguous_as(AmpcTensorObject *t, ampc_dtype dt);
 /* Raises exc with fmt, whose "%s" is fn and "%R" the number v. */
 void ampc_nn_raise_number(PyObject *exc, const char *fmt, const char *fn,
                           double v);
+
+/* nn_pool.c, for nn_avg_pool.c too: an int, or a tuple or list of one or
+ * two ints -> out[0], out[1]; TypeError naming fn and arg otherwise. */
+int ampc_nn_parse_pair(const char *fn, const char *arg, PyObject *obj,
+                       int64_t out[2]);
+/* torch's pooling_output_shape: floor or ceil of the window count, where a
+ * ceil-mode window must start inside the input or its left padding. */
+int64_t ampc_nn_pool_out_size(int64_t in, int64_t k, int64_t pad,
+                              int64_t stride, int64_t dil, int ceil_mode);
+/* input_shape: a tuple or list of ndim non-negative ints -> shape. */
+int ampc_nn_parse_input_shape(const char *fn, PyObject *obj, int ndim,
+                              int64_t *shape);
 
 /* The losses' reduction argument. */
 enum { AMPC_REDUCTION_NONE = 0, AMPC_REDUCTION_MEAN, AMPC_REDUCTION_SUM };

@@ -15,9 +15,9 @@
 // ----------------------------------------------------------------------------
 // argument helpers
 
-/* An int, or a tuple or list of one or two ints -> out[0], out[1]. */
-static int
-parse_pair(const char *fn, const char *arg, PyObject *obj, int64_t out[2])
+int
+ampc_nn_parse_pair(const char *fn, const char *arg, PyObject *obj,
+                   int64_t out[2])
 {
     PyObject *items[2] = {obj, obj};
     if (PyTuple_Check(obj) || PyList_Check(obj)) {
@@ -50,10 +50,8 @@ bad:
 // ----------------------------------------------------------------------------
 // max_pool2d
 
-/* torch's pooling_output_shape: floor or ceil of the window count, where a
- * ceil-mode window must start inside the input or its left padding. */
-static int64_t
-pool_out_size(int64_t in, int64_t k, int64_t pad, int64_t stride,
+int64_t
+ampc_nn_pool_out_size(int64_t in, int64_t k, int64_t pad, int64_t stride,
               int64_t dil, int ceil_mode)
 {
     int64_t num = in + 2 * pad - dil * (k - 1) - 1 +
@@ -82,9 +80,11 @@ op_max_pool2d(PyObject *module, PyObject *args, PyObject *kwds)
         (x = ampc_arg_tensor(fn, "input", x_obj)) == NULL ||
         ampc_arg_float(fn, "input", x) < 0 ||
         ampc_nn_cuda_prologue(fn, 1, &x) < 0 ||
-        parse_pair(fn, "kernel_size", k_obj, k) < 0 ||
-        (p_obj != NULL && parse_pair(fn, "padding", p_obj, pad) < 0) ||
-        (d_obj != NULL && parse_pair(fn, "dilation", d_obj, dil) < 0)) {
+        ampc_nn_parse_pair(fn, "kernel_size", k_obj, k) < 0 ||
+        (p_obj != NULL &&
+         ampc_nn_parse_pair(fn, "padding", p_obj, pad) < 0) ||
+        (d_obj != NULL &&
+         ampc_nn_parse_pair(fn, "dilation", d_obj, dil) < 0)) {
         return NULL;
     }
     /* stride None or () means the kernel size, as in torch */
@@ -94,7 +94,7 @@ op_max_pool2d(PyObject *module, PyObject *args, PyObject *kwds)
         st[0] = k[0];
         st[1] = k[1];
     }
-    else if (parse_pair(fn, "stride", s_obj, st) < 0) {
+    else if (ampc_nn_parse_pair(fn, "stride", s_obj, st) < 0) {
         return NULL;
     }
     int nd = x->ndim;
@@ -140,8 +140,8 @@ op_max_pool2d(PyObject *module, PyObject *args, PyObject *kwds)
         .kh = k[0], .kw = k[1], .sh = st[0], .sw = st[1],
         .ph = pad[0], .pw = pad[1], .dh = dil[0], .dw = dil[1],
         .relu_masked = relu_masked};
-    s.oh = pool_out_size(s.h, s.kh, s.ph, s.sh, s.dh, ceil_mode);
-    s.ow = pool_out_size(s.w, s.kw, s.pw, s.sw, s.dw, ceil_mode);
+    s.oh = ampc_nn_pool_out_size(s.h, s.kh, s.ph, s.sh, s.dh, ceil_mode);
+    s.ow = ampc_nn_pool_out_size(s.w, s.kw, s.pw, s.sw, s.dw, ceil_mode);
     int64_t c = x->shape[nd - 3];
     if (s.oh < 1 || s.ow < 1) {
         PyErr_Format(PyExc_RuntimeError,
@@ -188,9 +188,9 @@ done:
     return result;
 }
 
-/* input_shape: a sequence of ndim non-negative ints */
-static int
-parse_input_shape(const char *fn, PyObject *obj, int ndim, int64_t *shape)
+int
+ampc_nn_parse_input_shape(const char *fn, PyObject *obj, int ndim,
+                          int64_t *shape)
 {
     PyObject *seq = (PyTuple_Check(obj) || PyList_Check(obj))
                         ? PySequence_Fast(obj, "input_shape")
@@ -236,16 +236,18 @@ parse_pool_geometry(const char *fn, PyObject *k_obj, PyObject *s_obj,
         s->kh = s->kw = 0;
         return 0;
     }
-    if (parse_pair(fn, "kernel_size", k_obj, k) < 0 ||
-        (p_obj != Py_None && parse_pair(fn, "padding", p_obj, pad) < 0) ||
-        (d_obj != Py_None && parse_pair(fn, "dilation", d_obj, dil) < 0)) {
+    if (ampc_nn_parse_pair(fn, "kernel_size", k_obj, k) < 0 ||
+        (p_obj != Py_None &&
+         ampc_nn_parse_pair(fn, "padding", p_obj, pad) < 0) ||
+        (d_obj != Py_None &&
+         ampc_nn_parse_pair(fn, "dilation", d_obj, dil) < 0)) {
         return -1;
     }
     if (s_obj == Py_None) {
         st[0] = k[0];
         st[1] = k[1];
     }
-    else if (parse_pair(fn, "stride", s_obj, st) < 0) {
+    else if (ampc_nn_parse_pair(fn, "stride", s_obj, st) < 0) {
         return -1;
     }
     if (k[0] <= 0 || k[1] <= 0 || st[0] <= 0 || st[1] <= 0 || dil[0] <= 0 ||
@@ -306,7 +308,7 @@ op_max_pool2d_backward(PyObject *module, PyObject *args, PyObject *kwds)
         return NULL;
     }
     if (ampc_arg_shape(fn, "indices", ix, nd, g->shape, "grad_output") < 0 ||
-        parse_input_shape(fn, shape_obj, nd, in_shape) < 0) {
+        ampc_nn_parse_input_shape(fn, shape_obj, nd, in_shape) < 0) {
         return NULL;
     }
     int lead_ok = 1;

@@ -100,6 +100,9 @@ def nn_ops(dev):
         g, = ampc.autograd.grad((F.max_pool2d(x, 2) ** 2).float().sum(), x,
                                 create_graph=True)
         ampc.autograd.grad(g.float().pow(2).sum(), x)
+        (F.avg_pool2d(x, 3, stride=2, padding=1, ceil_mode=True,
+                      count_include_pad=False).float().sum()
+         + F.adaptive_avg_pool2d(x, (4, 7)).float().sum()).backward()
         z = ampc.randn(6, 10, device=dev).to(dt).requires_grad_()
         t = ampc.tensor([0, 3, 9, 1, 5, 2], device=dev)
         w = ampc.rand(10, device=dev).to(dt)

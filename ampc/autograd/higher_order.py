@@ -56,7 +56,8 @@ def graph_backward(node, g):
         "sum, mean, max, min, norm, cat, stack, views (reshape, view, flatten, transpose, "
         "permute, expand, squeeze, unsqueeze, contiguous), indexing, "
         "in-place writes, matmul, linear, conv2d (with a fused ReLU and "
-        "max-pool too), max_pool2d, dropout, softmax, log_softmax, "
+        "max-pool too), max_pool2d, avg_pool2d, adaptive_avg_pool2d, "
+        "dropout, softmax, log_softmax, "
         "nll_loss, cross_entropy, binary_cross_entropy_with_logits and "
         "mse_loss")
 
@@ -611,6 +612,7 @@ def _mse_loss(node, g):
 
 
 def _make_formulas():
+    from ..nn import _avg_pool
     from ..nn import _losses as L
     from ..nn import functional as F
     from ..nn.modules._backward_hooks import BackwardHookFunction
@@ -654,4 +656,5 @@ def _make_formulas():
                                None, None, None),
         SafeSqrt: lambda node, g: safe_sqrt_grad(node.saved_tensors[0], g),
         **_writes.formulas(),
+        **_avg_pool.formulas(),
     }

@@ -11,8 +11,8 @@ ampc.Size([2, 10])
 from .parameter import Parameter
 from .modules import (
     Module, Sequential, ModuleList, Linear, Identity, Conv2d, ReLU, Sigmoid,
-    Tanh, Softmax, LogSoftmax, MaxPool2d, Flatten, Dropout, CrossEntropyLoss,
-    NLLLoss, MSELoss, BCEWithLogitsLoss,
+    Tanh, Softmax, LogSoftmax, MaxPool2d, AvgPool2d, AdaptiveAvgPool2d,
+    Flatten, Dropout, CrossEntropyLoss, NLLLoss, MSELoss, BCEWithLogitsLoss,
 )
 from . import functional
 from . import init
@@ -21,7 +21,7 @@ from . import utils
 __all__ = [
     "Parameter", "Module", "Sequential", "ModuleList", "Linear", "Identity",
     "Conv2d", "ReLU", "Sigmoid", "Tanh", "Softmax", "LogSoftmax",
-    "MaxPool2d", "Flatten",
+    "MaxPool2d", "AvgPool2d", "AdaptiveAvgPool2d", "Flatten",
     "Dropout", "CrossEntropyLoss", "NLLLoss", "MSELoss", "BCEWithLogitsLoss",
     "functional",
     "init", "utils",

@@ -248,6 +248,11 @@ int ampc_max_pool2d_bwd_ref(const ampc_pool2d_shape *s, ampc_dtype dt,
                             void *grad_in);
 int ampc_max_pool2d_gather_ref(const ampc_pool2d_shape *s, size_t es,
                                const void *x, const int64_t *idx, void *out);
+int ampc_avg_pool2d_fwd_ref(const ampc_avg_pool2d_shape *s,
+                            ampc_dtype dt, const void *x, void *y);
+int ampc_avg_pool2d_bwd_ref(const ampc_avg_pool2d_shape *s,
+                            ampc_dtype dt, const void *grad_out,
+                            void *grad_in);
 void ampc_softmax_fwd_ref(int log, ampc_dtype xdt, ampc_dtype ydt,
                           int64_t outer, int64_t r, int64_t inner,
                           const void *x, void *y);
@@ -291,6 +296,11 @@ void ampc_max_pool2d_fwd_avx2(const ampc_pool2d_shape *s, ampc_dtype dt,
 int ampc_max_pool2d_bwd_avx2(const ampc_pool2d_shape *s, ampc_dtype dt,
                              const void *grad_out, const int64_t *idx,
                              void *grad_in);
+int ampc_avg_pool2d_fwd_avx2(const ampc_avg_pool2d_shape *s,
+                             ampc_dtype dt, const void *x, void *y);
+int ampc_avg_pool2d_bwd_avx2(const ampc_avg_pool2d_shape *s,
+                             ampc_dtype dt, const void *grad_out,
+                             void *grad_in);
 void ampc_softmax_fwd_avx2(int log, ampc_dtype xdt, ampc_dtype ydt,
                            int64_t outer, int64_t r, int64_t inner,
                            const void *x, void *y);
@@ -324,6 +334,11 @@ void ampc_max_pool2d_fwd_avx512(const ampc_pool2d_shape *s, ampc_dtype dt,
                                 const void *x, void *y, int64_t *idx);
 int ampc_max_pool2d_bwd_avx512(const ampc_pool2d_shape *s, ampc_dtype dt,
                                const void *grad_out, const int64_t *idx,
+                               void *grad_in);
+int ampc_avg_pool2d_fwd_avx512(const ampc_avg_pool2d_shape *s,
+                               ampc_dtype dt, const void *x, void *y);
+int ampc_avg_pool2d_bwd_avx512(const ampc_avg_pool2d_shape *s,
+                               ampc_dtype dt, const void *grad_out,
                                void *grad_in);
 void ampc_softmax_fwd_avx512(int log, ampc_dtype xdt, ampc_dtype ydt,
                              int64_t outer, int64_t r, int64_t inner,

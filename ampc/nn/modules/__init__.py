@@ -4,7 +4,7 @@ from .container import Sequential, ModuleList
 from .linear import Linear, Identity
 from .conv import Conv2d
 from .activation import ReLU, Sigmoid, Tanh, Softmax, LogSoftmax
-from .pooling import MaxPool2d
+from .pooling import AdaptiveAvgPool2d, AvgPool2d, MaxPool2d
 from .flatten import Flatten
 from .dropout import Dropout
 from .loss import CrossEntropyLoss, NLLLoss, MSELoss, BCEWithLogitsLoss
@@ -12,6 +12,7 @@ from .loss import CrossEntropyLoss, NLLLoss, MSELoss, BCEWithLogitsLoss
 __all__ = [
     "Module", "Sequential", "ModuleList", "Linear", "Identity", "Conv2d",
     "ReLU", "Sigmoid", "Tanh", "Softmax", "LogSoftmax", "MaxPool2d",
+    "AvgPool2d", "AdaptiveAvgPool2d",
     "Flatten", "Dropout",
     "CrossEntropyLoss", "NLLLoss", "MSELoss", "BCEWithLogitsLoss",
     "_IncompatibleKeys",

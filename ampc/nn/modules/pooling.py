@@ -1,13 +1,17 @@
-"""``MaxPool2d``.
+"""``MaxPool2d``, ``AvgPool2d`` and ``AdaptiveAvgPool2d``.
 
 >>> import ampc
 >>> ampc.nn.MaxPool2d(kernel_size=2, stride=2)
 MaxPool2d(kernel_size=2, stride=2, padding=0, dilation=1, ceil_mode=False)
+>>> ampc.nn.AvgPool2d(3, stride=2, padding=1)
+AvgPool2d(kernel_size=3, stride=2, padding=1)
+>>> ampc.nn.AdaptiveAvgPool2d((1, 1))
+AdaptiveAvgPool2d(output_size=(1, 1))
 """
 from .. import functional as F
 from .module import Module
 
-__all__ = ["MaxPool2d"]
+__all__ = ["AdaptiveAvgPool2d", "AvgPool2d", "MaxPool2d"]
 
 
 class MaxPool2d(Module):
@@ -54,3 +58,52 @@ class MaxPool2d(Module):
         return (f"kernel_size={self.kernel_size}, stride={self.stride}, "
                 f"padding={self.padding}, dilation={self.dilation}, "
                 f"ceil_mode={self.ceil_mode}")
+
+
+class AvgPool2d(Module):
+    """The mean over kernel_size windows of (N, C, H, W) or (C, H, W)
+    input (``F.avg_pool2d``'s arguments).
+
+    >>> import ampc
+    >>> ampc.nn.AvgPool2d(2)(ampc.ones(1, 3, 4, 4)).shape
+    ampc.Size([1, 3, 2, 2])
+    """
+
+    def __init__(self, kernel_size, stride=None, padding=0, ceil_mode=False,
+                 count_include_pad=True, divisor_override=None):
+        super().__init__()
+        self.kernel_size = kernel_size
+        self.stride = stride if (stride is not None) else kernel_size
+        self.padding = padding
+        self.ceil_mode = ceil_mode
+        self.count_include_pad = count_include_pad
+        self.divisor_override = divisor_override
+
+    def forward(self, input):
+        return F.avg_pool2d(input, self.kernel_size, self.stride,
+                            self.padding, self.ceil_mode,
+                            self.count_include_pad, self.divisor_override)
+
+    def extra_repr(self):
+        return (f"kernel_size={self.kernel_size}, stride={self.stride}, "
+                f"padding={self.padding}")
+
+
+class AdaptiveAvgPool2d(Module):
+    """Average pooling to ``output_size`` (``F.adaptive_avg_pool2d``): a
+    ResNet's ``AdaptiveAvgPool2d((1, 1))`` before its classifier.
+
+    >>> import ampc
+    >>> ampc.nn.AdaptiveAvgPool2d(1)(ampc.ones(2, 3, 5, 7)).shape
+    ampc.Size([2, 3, 1, 1])
+    """
+
+    def __init__(self, output_size):
+        super().__init__()
+        self.output_size = output_size
+
+    def forward(self, input):
+        return F.adaptive_avg_pool2d(input, self.output_size)
+
+    def extra_repr(self):
+        return f"output_size={self.output_size}"
