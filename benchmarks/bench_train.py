@@ -17,6 +17,8 @@ Sections (each a function of the parsed arguments, run in order by
   depthwise with a channel multiplier of 2, 4 and 32 groups).
 * ``section_pool``: avg_pool2d and adaptive_avg_pool2d forward +
   backward at (batch, 64, 16, 16), beside torch's.
+* ``section_activation``: GELU (exact, tanh) and SiLU forward + backward
+  on (batch, 4096), beside torch's.
 * ``section_train_step``: one full training step of the lab's SimpleCNN
   (forward, cross-entropy, backward, SGD with momentum) at the lab's batch
   of 256 32x32 images, in float32, float16 (``model.half()``) and bfloat16
@@ -27,7 +29,8 @@ Sections (each a function of the parsed arguments, run in order by
 Not a test: run it by hand.
 
     python benchmarks/bench_train.py [--batch 256] [--repeat 5]
-        [--sections peak,gemm,conv,grouped,pool,train_step] [--cpu-clock]
+        [--sections peak,gemm,conv,grouped,pool,activation,train_step]
+        [--cpu-clock]
 
 Every result is checked against torch (or float64 NumPy without torch)
 before it is timed; times are the best of ``--repeat`` runs.
@@ -452,8 +455,47 @@ def section_pool(args):
         print(row, flush=True)
 
 
+def section_activation(args):
+    """GELU (exact and tanh) and SiLU forward + backward on (batch, 4096)
+    float32, each validated against torch (or the exact formula)."""
+    import math
+    shape = (args.batch, 4096)
+    print(f"\nactivations {shape} float32: forward + backward, ms")
+    print(f"{'op':<34}{'ampc':>8}{'torch':>8}{'ampc/torch':>12}")
+    xs = np.random.default_rng(0).standard_normal(shape).astype(np.float32)
+    exact = {"gelu": lambda v: v * 0.5 * np.vectorize(math.erfc)(
+                 -v / math.sqrt(2.0)),
+             "silu": lambda v: v / (1.0 + np.exp(-v))}
+    for name, kw in (("gelu", {}), ("gelu", {"approximate": "tanh"}),
+                     ("silu", {})):
+        label = name + (" tanh" if kw else "")
+        x = ampc.tensor(xs, requires_grad=True)
+        y = getattr(ampc.nn.functional, name)(x, **kw)
+        if torch is not None:
+            tx = torch.from_numpy(xs).requires_grad_()
+            want = getattr(torch.nn.functional, name)(tx, **kw).detach()
+            check(label, y.detach().numpy(), want.numpy(), "float32")
+        elif not kw:
+            check(label, y.detach().numpy(), exact[name](xs[:64]), "float32")
+        g = ampc.ones(*shape)
+
+        def step(x=x, g=g, name=name, kw=kw):
+            getattr(ampc.nn.functional, name)(x, **kw).backward(g)
+        ms = best_time(step, args) * 1e3
+        row = f"{label:<34}{ms:>8.2f}"
+        if torch is not None:
+            tg = torch.ones(*shape)
+
+            def tstep(tx=tx, tg=tg, name=name, kw=kw):
+                getattr(torch.nn.functional, name)(tx, **kw).backward(tg)
+            tms = best_time(tstep, args) * 1e3
+            row += f"{tms:>8.2f}{ms / tms:>12.2f}"
+        print(row, flush=True)
+
+
 SECTIONS = {"peak": section_peak, "gemm": section_gemm, "conv": section_conv,
             "grouped": section_grouped, "pool": section_pool,
+            "activation": section_activation,
             "train_step": section_train_step}
 
 

@@ -46,6 +46,11 @@ typedef enum {
     AMPC_BIN_MAXIMUM,
     AMPC_BIN_MINIMUM,
     AMPC_BIN_POW,
+    /* a * f'(b), the backward of activation f at input b given gradient
+     * a (activation_math.h); float only */
+    AMPC_BIN_GELU_BACKWARD,
+    AMPC_BIN_GELU_TANH_BACKWARD,
+    AMPC_BIN_SILU_BACKWARD,
     AMPC_NUM_BINARY
 } ampc_binary_op;
 
@@ -69,6 +74,12 @@ typedef enum {
     AMPC_UN_SIGN,
     AMPC_UN_SIGMOID,
     AMPC_UN_TANH,
+    AMPC_UN_GELU,           /* x Phi(x) */
+    AMPC_UN_GELU_TANH,      /* GELU(approximate="tanh") */
+    AMPC_UN_SILU,
+    AMPC_UN_GELU_GRAD,      /* the derivatives of the three above */
+    AMPC_UN_GELU_TANH_GRAD,
+    AMPC_UN_SILU_GRAD,
     AMPC_UN_ISFINITE,       /* output dtype is bool */
     AMPC_NUM_UNARY
 } ampc_unary_op;

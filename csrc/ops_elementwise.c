@@ -16,7 +16,8 @@
 // binary ops
 
 static const char *const binary_names[AMPC_NUM_BINARY] = {
-    "add", "sub", "mul", "div", "maximum", "minimum", "pow"};
+    "add", "sub", "mul", "div", "maximum", "minimum", "pow",
+    "gelu_backward", "gelu_tanh_backward", "silu_backward"};
 static const char *const compare_names[AMPC_NUM_COMPARE] = {
     "eq", "ne", "lt", "le", "gt", "ge"};
 
@@ -482,8 +483,9 @@ op_binary(PyObject *module, PyObject *args, PyObject *kwds)
                         "`logical_xor()` operator instead.");
         return NULL;
     }
-    if (op == AMPC_BIN_DIV && !ampc_dtype_is_float(result)) {
-        result = AMPC_FLOAT32;          /* true division */
+    if ((op == AMPC_BIN_DIV || op >= AMPC_BIN_GELU_BACKWARD) &&
+        !ampc_dtype_is_float(result)) {
+        result = AMPC_FLOAT32;          /* true division; float-only ops */
     }
     if (op == AMPC_BIN_POW && result == AMPC_BOOL) {
         result = AMPC_INT64;

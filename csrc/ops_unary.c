@@ -1,5 +1,6 @@
 /* ops_unary.c - the unary element-wise ops (neg, abs, sqrt, exp, log,
- * relu, sign, sigmoid, tanh, isfinite) as _C.unary(op, a, out=None): an
+ * relu, sign, sigmoid, tanh, gelu, gelu_tanh, silu and those three's
+ * derivatives, isfinite) as _C.unary(op, a, out=None): an
  * integer or bool input of a float-only op computes in float32, isfinite
  * writes bool.  CPU tensors run the CPU table's 1-D kernels per innermost
  * run, CUDA tensors hand the iteration to cuda/elementwise.cu.
@@ -10,6 +11,7 @@
 
 static const char *const unary_names[AMPC_NUM_UNARY] = {
     "neg", "abs", "sqrt", "exp", "log", "relu", "sign", "sigmoid", "tanh",
+    "gelu", "gelu_tanh", "silu", "gelu_grad", "gelu_tanh_grad", "silu_grad",
     "isfinite"};
 
 typedef struct {
@@ -47,7 +49,7 @@ op_unary(PyObject *module, PyObject *args, PyObject *kwds)
     }
     ampc_dtype dt = a->dtype, result = a->dtype;
     if (op == AMPC_UN_SQRT || op == AMPC_UN_EXP || op == AMPC_UN_LOG ||
-        op == AMPC_UN_SIGMOID || op == AMPC_UN_TANH) {
+        (op >= AMPC_UN_SIGMOID && op <= AMPC_UN_SILU_GRAD)) {
         if (!ampc_dtype_is_float(dt)) {
             dt = result = AMPC_FLOAT32;
         }
@@ -117,6 +119,6 @@ PyMethodDef ampc_unary_methods[] = {
     {"unary", (PyCFunction)(void (*)(void))op_unary,
      METH_VARARGS | METH_KEYWORDS,
      "unary(op, a, out=None): neg abs sqrt exp log relu sign sigmoid tanh "
-     "isfinite"},
+     "gelu gelu_tanh silu gelu_grad gelu_tanh_grad silu_grad isfinite"},
     {NULL},
 };

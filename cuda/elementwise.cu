@@ -7,6 +7,7 @@
 #include <cuda_fp16.h>
 
 #include "common.cuh"
+#include "activation_math.h"
 #include "elementwise_math.h"
 
 /* Threads per block, and the most blocks a grid-stride launch uses: about
@@ -88,6 +89,12 @@ binary_c(int op, float a, float b)
         return ampc_maximum_f32(a, b);
     case AMPC_BIN_MINIMUM:
         return ampc_minimum_f32(a, b);
+    case AMPC_BIN_GELU_BACKWARD:
+        return __fmul_rn(a, ampc_gelu_grad_f32(b));
+    case AMPC_BIN_GELU_TANH_BACKWARD:
+        return __fmul_rn(a, ampc_gelu_tanh_grad_f32(b));
+    case AMPC_BIN_SILU_BACKWARD:
+        return __fmul_rn(a, ampc_silu_grad_f32(b));
     default:
         return powf(a, b);
     }
@@ -164,6 +171,18 @@ unary_c(int op, float a)
         return ampc_sigmoid_f32(a);
     case AMPC_UN_TANH:
         return ampc_tanh_f32(a);
+    case AMPC_UN_GELU:
+        return ampc_gelu_f32(a);
+    case AMPC_UN_GELU_TANH:
+        return ampc_gelu_tanh_f32(a);
+    case AMPC_UN_SILU:
+        return ampc_silu_f32(a);
+    case AMPC_UN_GELU_GRAD:
+        return ampc_gelu_grad_f32(a);
+    case AMPC_UN_GELU_TANH_GRAD:
+        return ampc_gelu_tanh_grad_f32(a);
+    case AMPC_UN_SILU_GRAD:
+        return ampc_silu_grad_f32(a);
     default:
         return ampc_sign_f32(a);
     }
@@ -553,6 +572,11 @@ binary_typed(ampc_binary_op op, const ampc_iter *it,
         return launch_pair<BinaryF<T, AMPC_BIN_MAXIMUM>, R>(it, sc, 2, op);
     case AMPC_BIN_MINIMUM:
         return launch_pair<BinaryF<T, AMPC_BIN_MINIMUM>, R>(it, sc, 2, op);
+    case AMPC_BIN_GELU_BACKWARD:
+    case AMPC_BIN_GELU_TANH_BACKWARD:
+    case AMPC_BIN_SILU_BACKWARD:
+        /* memory-bound enough that one kernel reading the op serves all */
+        return launch_pair<R, R>(it, sc, 2, op);
     default:
         return launch_pair<BinaryF<T, AMPC_BIN_POW>, R>(it, sc, 2, op);
     }

@@ -50,7 +50,8 @@ def graph_backward(node, g):
         f"{node.name()}: ampc has no differentiable backward for this op, "
         "so create_graph=True (higher-order gradients) cannot go through "
         "it; it can through element-wise arithmetic (+ - * / neg pow sqrt "
-        "exp log abs relu sigmoid tanh clamp maximum minimum), where, "
+        "exp log abs relu sigmoid tanh clamp maximum minimum), gelu, silu, "
+        "leaky_relu, where, "
         "masked_fill, casts "
         "and device moves, "
         "sum, mean, max, min, norm, cat, stack, views (reshape, view, flatten, transpose, "
@@ -612,7 +613,7 @@ def _mse_loss(node, g):
 
 
 def _make_formulas():
-    from ..nn import _avg_pool
+    from ..nn import _activations, _avg_pool
     from ..nn import _losses as L
     from ..nn import functional as F
     from ..nn.modules._backward_hooks import BackwardHookFunction
@@ -657,4 +658,5 @@ def _make_formulas():
         SafeSqrt: lambda node, g: safe_sqrt_grad(node.saved_tensors[0], g),
         **_writes.formulas(),
         **_avg_pool.formulas(),
+        **_activations.formulas(),
     }

@@ -24,6 +24,7 @@ from ..autograd import inplace as _inplace
 from .._dtype_device import _check_dtype, _wrap_dim
 from ._args import (_groups, _needs_grad, _number, _opt_tensor, _pair,
                     _reduction, _tensor)  # noqa: F401 (_reduction: modules)
+from ._activations import gelu, leaky_relu, silu
 from ._avg_pool import adaptive_avg_pool2d, avg_pool2d
 from ._bce import binary_cross_entropy_with_logits
 from ._encoding import one_hot

@@ -19,6 +19,7 @@
 
 #include "amp_math.h"
 #include "cpu/cpu.h"
+#include "activation_math.h"
 #include "elementwise_math.h"
 #include "kernels.h"
 
@@ -236,6 +237,21 @@ ampc_binary_f32(ampc_binary_op op, int64_t n, const float *a, const float *b,
             o[i] = ampc_minimum_f32(a[i], b[i]);
         }
         break;
+    case AMPC_BIN_GELU_BACKWARD:
+        for (i = 0; i < n; i++) {
+            o[i] = a[i] * ampc_gelu_grad_f32(b[i]);
+        }
+        break;
+    case AMPC_BIN_GELU_TANH_BACKWARD:
+        for (i = 0; i < n; i++) {
+            o[i] = a[i] * ampc_gelu_tanh_grad_f32(b[i]);
+        }
+        break;
+    case AMPC_BIN_SILU_BACKWARD:
+        for (i = 0; i < n; i++) {
+            o[i] = a[i] * ampc_silu_grad_f32(b[i]);
+        }
+        break;
     default:
         for (i = 0; i < n; i++) {
             o[i] = powf(a[i], b[i]);
@@ -450,6 +466,36 @@ ampc_unary_f32(ampc_unary_op op, int64_t n, const float *a, float *o)
     case AMPC_UN_TANH:
         for (i = 0; i < n; i++) {
             o[i] = ampc_tanh_f32(a[i]);
+        }
+        break;
+    case AMPC_UN_GELU:
+        for (i = 0; i < n; i++) {
+            o[i] = ampc_gelu_f32(a[i]);
+        }
+        break;
+    case AMPC_UN_GELU_TANH:
+        for (i = 0; i < n; i++) {
+            o[i] = ampc_gelu_tanh_f32(a[i]);
+        }
+        break;
+    case AMPC_UN_SILU:
+        for (i = 0; i < n; i++) {
+            o[i] = ampc_silu_f32(a[i]);
+        }
+        break;
+    case AMPC_UN_GELU_GRAD:
+        for (i = 0; i < n; i++) {
+            o[i] = ampc_gelu_grad_f32(a[i]);
+        }
+        break;
+    case AMPC_UN_GELU_TANH_GRAD:
+        for (i = 0; i < n; i++) {
+            o[i] = ampc_gelu_tanh_grad_f32(a[i]);
+        }
+        break;
+    case AMPC_UN_SILU_GRAD:
+        for (i = 0; i < n; i++) {
+            o[i] = ampc_silu_grad_f32(a[i]);
         }
         break;
     default:

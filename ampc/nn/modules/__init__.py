@@ -3,7 +3,8 @@ from .module import Module, _IncompatibleKeys
 from .container import Sequential, ModuleList
 from .linear import Linear, Identity
 from .conv import Conv2d
-from .activation import ReLU, Sigmoid, Tanh, Softmax, LogSoftmax
+from .activation import (ReLU, Sigmoid, Tanh, GELU, SiLU, LeakyReLU, Softmax,
+                         LogSoftmax)
 from .pooling import AdaptiveAvgPool2d, AvgPool2d, MaxPool2d
 from .flatten import Flatten
 from .dropout import Dropout
@@ -11,7 +12,8 @@ from .loss import CrossEntropyLoss, NLLLoss, MSELoss, BCEWithLogitsLoss
 
 __all__ = [
     "Module", "Sequential", "ModuleList", "Linear", "Identity", "Conv2d",
-    "ReLU", "Sigmoid", "Tanh", "Softmax", "LogSoftmax", "MaxPool2d",
+    "ReLU", "Sigmoid", "Tanh", "GELU", "SiLU", "LeakyReLU", "Softmax",
+    "LogSoftmax", "MaxPool2d",
     "AvgPool2d", "AdaptiveAvgPool2d",
     "Flatten", "Dropout",
     "CrossEntropyLoss", "NLLLoss", "MSELoss", "BCEWithLogitsLoss",

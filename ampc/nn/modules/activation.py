@@ -1,5 +1,5 @@
-"""Activation layers: ``ReLU``, ``Sigmoid``, ``Tanh``, ``Softmax``,
-``LogSoftmax``.
+"""Activation layers: ``ReLU``, ``Sigmoid``, ``Tanh``, ``GELU``, ``SiLU``,
+``LeakyReLU``, ``Softmax``, ``LogSoftmax``.
 
 >>> import ampc
 >>> ampc.nn.ReLU()(ampc.tensor([-1.0, 1.0]))
@@ -8,7 +8,8 @@ tensor([0., 1.])
 from .. import functional as F
 from .module import Module
 
-__all__ = ["ReLU", "Sigmoid", "Tanh", "Softmax", "LogSoftmax"]
+__all__ = ["ReLU", "Sigmoid", "Tanh", "GELU", "SiLU", "LeakyReLU", "Softmax",
+           "LogSoftmax"]
 
 
 class ReLU(Module):
@@ -52,6 +53,65 @@ class Tanh(Module):
 
     def forward(self, input):
         return F.tanh(input)
+
+
+class GELU(Module):
+    """x * Phi(x) element-wise (``approximate="tanh"``: the tanh form).
+
+    >>> import ampc
+    >>> ampc.nn.GELU()
+    GELU(approximate='none')
+    """
+
+    def __init__(self, approximate="none"):
+        super().__init__()
+        self.approximate = approximate
+
+    def forward(self, input):
+        return F.gelu(input, approximate=self.approximate)
+
+    def extra_repr(self):
+        return f"approximate={self.approximate!r}"
+
+
+class SiLU(Module):
+    """x * sigmoid(x) element-wise.
+
+    >>> import ampc
+    >>> ampc.nn.SiLU()
+    SiLU()
+    """
+
+    def __init__(self, inplace=False):
+        super().__init__()
+        self.inplace = inplace
+
+    def forward(self, input):
+        return F.silu(input, inplace=self.inplace)
+
+    def extra_repr(self):
+        return "inplace=True" if self.inplace else ""
+
+
+class LeakyReLU(Module):
+    """x where positive, else negative_slope * x.
+
+    >>> import ampc
+    >>> ampc.nn.LeakyReLU(0.2)
+    LeakyReLU(negative_slope=0.2)
+    """
+
+    def __init__(self, negative_slope=0.01, inplace=False):
+        super().__init__()
+        self.negative_slope = negative_slope
+        self.inplace = inplace
+
+    def forward(self, input):
+        return F.leaky_relu(input, self.negative_slope, self.inplace)
+
+    def extra_repr(self):
+        return (f"negative_slope={self.negative_slope}"
+                + (", inplace=True" if self.inplace else ""))
 
 
 class Softmax(Module):

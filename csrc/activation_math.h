@@ -1,0 +1,146 @@
+/* activation_math.h - GELU (exact and tanh-approximated) and SiLU, and
+ * their derivatives, per element in float32: the one definition that the
+ * CPU loops (cpu/loops.h) and the CUDA kernels (cuda/elementwise.cu) run,
+ * branch-free so that the loops vectorise.
+ * Every product that feeds a sum goes through AMPC_MUL / AMPC_ADD
+ * (nn_math.h), so the GPU rounds as the CPU does (no FMA contraction).
+ */
+#ifndef AMPC_ACTIVATION_MATH_H
+#define AMPC_ACTIVATION_MATH_H
+
+#include <math.h>
+#include <stdint.h>
+
+#include "amp_math.h"
+#include "elementwise_math.h"
+#include "nn_math.h"
+
+#define AMPC_SQRT1_2 0.70710678118654752f      /* 1 / sqrt(2) */
+#define AMPC_INV_SQRT_2PI 0.39894228040143268f  /* 1 / sqrt(2 pi) */
+#define AMPC_SQRT_2_PI 0.79788456080286536f     /* sqrt(2 / pi) */
+#define AMPC_GELU_TANH_C 0.044715f
+
+/* a if take, else b, without a branch. */
+AMPC_HOST_DEVICE float
+ampc_select_f32(int take, float a, float b)
+{
+    uint32_t m = 0u - (uint32_t)(take != 0);
+    return ampc_f32_from_bits((ampc_f32_bits(a) & m) |
+                              (ampc_f32_bits(b) & ~m));
+}
+
+/* exp(-z^2 / d + extra) (d = 1 or 2), with z^2 formed without rounding:
+ * z = zh + zl with zh holding 12 significant bits, so zh^2 is exact, and
+ * z^2 = zh^2 + zl (z + zh).  Rounding z^2 itself would cost a relative
+ * error of up to z^2 * 2^-24 (4e-6 at z = 8.5), where the tails need
+ * results to a few ulps. */
+AMPC_HOST_DEVICE float
+ampc_exp_neg_sq_f32(float z, float d, float extra)
+{
+    /* |z| beyond 64 gives 0 as 64 does (and inf must not make inf - inf);
+     * NaN stays NaN */
+    z = fabsf(z);
+    z = ampc_select_f32(z > 64.0f, 64.0f, z);
+    float zh = ampc_f32_from_bits(ampc_f32_bits(z) & 0xfffff000u);
+    float zl = AMPC_SUB(z, zh);
+    float head = AMPC_MUL(zh, zh) / d;          /* exact */
+    float tail = AMPC_MUL(zl, AMPC_ADD(z, zh)) / d;
+    return AMPC_MUL(ampc_exp_f32(-head), ampc_exp_f32(AMPC_SUB(extra, tail)));
+}
+
+/* Phi(x), the standard normal CDF, as erfc(-x / sqrt 2) / 2, with erfc(w)
+ * = 2 - erfc(-w) for w < 0 and, for a = |x| / sqrt 2, the Chebyshev fit
+ * erfc(a) ~ t exp(-a^2 + P(t)), t = 1 / (1 + a / 2) (Press et al.,
+ * Numerical Recipes, erfcc; relative error within 1.2e-7): relative, so
+ * GELU's negative tail, x Phi(x) with Phi(x) tiny, stays accurate.  a^2 is
+ * taken as x^2 / 2 from x itself: rounding a first would cost a relative
+ * error of a^2 * 2^-23 in the result. */
+AMPC_HOST_DEVICE float
+ampc_normal_cdf_f32(float x)
+{
+    float a = AMPC_MUL(fabsf(x), AMPC_SQRT1_2);
+    float t = 1.0f / AMPC_ADD(1.0f, AMPC_MUL(0.5f, a));
+    float p = AMPC_ADD(-0.82215223f, AMPC_MUL(t, 0.17087277f));
+    p = AMPC_ADD(1.48851587f, AMPC_MUL(t, p));
+    p = AMPC_ADD(-1.13520398f, AMPC_MUL(t, p));
+    p = AMPC_ADD(0.27886807f, AMPC_MUL(t, p));
+    p = AMPC_ADD(-0.18628806f, AMPC_MUL(t, p));
+    p = AMPC_ADD(0.09678418f, AMPC_MUL(t, p));
+    p = AMPC_ADD(0.37409196f, AMPC_MUL(t, p));
+    p = AMPC_ADD(1.00002368f, AMPC_MUL(t, p));
+    p = AMPC_ADD(-1.26551223f, AMPC_MUL(t, p));
+    float e = AMPC_MUL(t, ampc_exp_neg_sq_f32(x, 2.0f, p));   /* erfc(a) */
+    return AMPC_MUL(0.5f, ampc_select_f32(x > 0.0f, 2.0f - e, e));
+}
+
+/* phi(x), the standard normal density. */
+AMPC_HOST_DEVICE float
+ampc_normal_pdf_f32(float x)
+{
+    return AMPC_MUL(AMPC_INV_SQRT_2PI, ampc_exp_neg_sq_f32(x, 2.0f, 0.0f));
+}
+
+/* GELU: x Phi(x). */
+AMPC_HOST_DEVICE float
+ampc_gelu_f32(float x)
+{
+    return AMPC_MUL(x, ampc_normal_cdf_f32(x));
+}
+
+/* d GELU / dx = Phi(x) + x phi(x). */
+AMPC_HOST_DEVICE float
+ampc_gelu_grad_f32(float x)
+{
+    return AMPC_ADD(ampc_normal_cdf_f32(x),
+                    AMPC_MUL(x, ampc_normal_pdf_f32(x)));
+}
+
+/* The tanh approximation's inner u = sqrt(2/pi) (x + 0.044715 x^3). */
+AMPC_HOST_DEVICE float
+ampc_gelu_tanh_inner_f32(float x)
+{
+    float x3 = AMPC_MUL(AMPC_MUL(x, x), x);
+    return AMPC_MUL(AMPC_SQRT_2_PI,
+                    AMPC_ADD(x, AMPC_MUL(AMPC_GELU_TANH_C, x3)));
+}
+
+/* GELU(approximate="tanh"): x (1 + tanh(u)) / 2, computed as x
+ * sigmoid(2u), which is equal and does not cancel where tanh(u) is near
+ * -1 (x below about -3). */
+AMPC_HOST_DEVICE float
+ampc_gelu_tanh_f32(float x)
+{
+    return AMPC_MUL(x, ampc_sigmoid_f32(2.0f * ampc_gelu_tanh_inner_f32(x)));
+}
+
+/* Its derivative, (1 + t) / 2 + x (1 - t^2) u' / 2 with t = tanh(u) and
+ * u' = sqrt(2/pi) (1 + 3 * 0.044715 x^2), as s (1 + 2 x (1 - s) u') with
+ * s = sigmoid(2u) and 1 - s = sigmoid(-2u) (no cancellation). */
+AMPC_HOST_DEVICE float
+ampc_gelu_tanh_grad_f32(float x)
+{
+    float u2 = 2.0f * ampc_gelu_tanh_inner_f32(x);
+    float s = ampc_sigmoid_f32(u2), sn = ampc_sigmoid_f32(-u2);
+    float du = AMPC_MUL(AMPC_SQRT_2_PI,
+                        AMPC_ADD(1.0f, AMPC_MUL(3.0f * AMPC_GELU_TANH_C,
+                                                AMPC_MUL(x, x))));
+    return AMPC_MUL(s, AMPC_ADD(1.0f, AMPC_MUL(AMPC_MUL(2.0f * x, sn), du)));
+}
+
+/* SiLU: x sigmoid(x). */
+AMPC_HOST_DEVICE float
+ampc_silu_f32(float x)
+{
+    return AMPC_MUL(x, ampc_sigmoid_f32(x));
+}
+
+/* d SiLU / dx = s (1 + x (1 - s)), s = sigmoid(x), with 1 - s =
+ * sigmoid(-x) (no cancellation where s is near 1). */
+AMPC_HOST_DEVICE float
+ampc_silu_grad_f32(float x)
+{
+    float s = ampc_sigmoid_f32(x);
+    return AMPC_MUL(s, AMPC_ADD(1.0f, AMPC_MUL(x, ampc_sigmoid_f32(-x))));
+}
+
+#endif /* AMPC_ACTIVATION_MATH_H */
