@@ -80,6 +80,17 @@ ampc_normal_pdf_f32(float x)
     return AMPC_MUL(AMPC_INV_SQRT_2PI, ampc_exp_neg_sq_f32(x, 2.0f, 0.0f));
 }
 
+/* sigmoid(x) and sigmoid(-x) from one exp: e = e^-x, s = 1 / (1 + e),
+ * and sigmoid(-x) = e s (1 where e overflows), neither cancelling. */
+AMPC_HOST_DEVICE float
+ampc_sigmoid_pair_f32(float x, float *neg)
+{
+    float e = ampc_exp_f32(-x);
+    float s = 1.0f / AMPC_ADD(1.0f, e);
+    *neg = ampc_select_f32(e > 1.0e30f, 1.0f, AMPC_MUL(e, s));
+    return s;
+}
+
 /* GELU: x Phi(x). */
 AMPC_HOST_DEVICE float
 ampc_gelu_f32(float x)
@@ -119,8 +130,8 @@ ampc_gelu_tanh_f32(float x)
 AMPC_HOST_DEVICE float
 ampc_gelu_tanh_grad_f32(float x)
 {
-    float u2 = 2.0f * ampc_gelu_tanh_inner_f32(x);
-    float s = ampc_sigmoid_f32(u2), sn = ampc_sigmoid_f32(-u2);
+    float sn;
+    float s = ampc_sigmoid_pair_f32(2.0f * ampc_gelu_tanh_inner_f32(x), &sn);
     float du = AMPC_MUL(AMPC_SQRT_2_PI,
                         AMPC_ADD(1.0f, AMPC_MUL(3.0f * AMPC_GELU_TANH_C,
                                                 AMPC_MUL(x, x))));
@@ -139,8 +150,9 @@ ampc_silu_f32(float x)
 AMPC_HOST_DEVICE float
 ampc_silu_grad_f32(float x)
 {
-    float s = ampc_sigmoid_f32(x);
-    return AMPC_MUL(s, AMPC_ADD(1.0f, AMPC_MUL(x, ampc_sigmoid_f32(-x))));
+    float sn;
+    float s = ampc_sigmoid_pair_f32(x, &sn);
+    return AMPC_MUL(s, AMPC_ADD(1.0f, AMPC_MUL(x, sn)));
 }
 
 #endif /* AMPC_ACTIVATION_MATH_H */
