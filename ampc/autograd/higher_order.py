@@ -613,7 +613,7 @@ def _mse_loss(node, g):
 
 
 def _make_formulas():
-    from ..nn import _activations, _avg_pool
+    from ..nn import _activations, _avg_pool, _embedding
     from ..nn import _losses as L
     from ..nn import functional as F
     from ..nn.modules._backward_hooks import BackwardHookFunction
@@ -659,4 +659,5 @@ def _make_formulas():
         **_writes.formulas(),
         **_avg_pool.formulas(),
         **_activations.formulas(),
+        **_embedding.formulas(),
     }

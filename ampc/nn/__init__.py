@@ -10,9 +10,10 @@ ampc.Size([2, 10])
 """
 from .parameter import Parameter
 from .modules import (
-    Module, Sequential, ModuleList, Linear, Identity, Conv2d, ReLU, Sigmoid,
-    Tanh, GELU, SiLU, LeakyReLU, Softmax, LogSoftmax, MaxPool2d, AvgPool2d,
-    AdaptiveAvgPool2d, Flatten, Dropout, CrossEntropyLoss, NLLLoss, MSELoss, BCEWithLogitsLoss,
+    Module, Sequential, ModuleList, Linear, Identity, Embedding, Conv2d,
+    ReLU, Sigmoid, Tanh, GELU, SiLU, LeakyReLU, Softmax, LogSoftmax,
+    MaxPool2d, AvgPool2d, AdaptiveAvgPool2d, Flatten, Dropout,
+    CrossEntropyLoss, NLLLoss, MSELoss, BCEWithLogitsLoss,
 )
 from . import functional
 from . import init
@@ -20,6 +21,7 @@ from . import utils
 
 __all__ = [
     "Parameter", "Module", "Sequential", "ModuleList", "Linear", "Identity",
+    "Embedding",
     "Conv2d", "ReLU", "Sigmoid", "Tanh", "GELU", "SiLU", "LeakyReLU",
     "Softmax", "LogSoftmax",
     "MaxPool2d", "AvgPool2d", "AdaptiveAvgPool2d", "Flatten",

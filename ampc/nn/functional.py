@@ -27,6 +27,7 @@ from ._args import (_groups, _needs_grad, _number, _opt_tensor, _pair,
 from ._activations import gelu, leaky_relu, silu
 from ._avg_pool import adaptive_avg_pool2d, avg_pool2d
 from ._bce import binary_cross_entropy_with_logits
+from ._embedding import embedding
 from ._encoding import one_hot
 from ._losses import cross_entropy, mse_loss, nll_loss
 

@@ -2,6 +2,7 @@
 from .module import Module, _IncompatibleKeys
 from .container import Sequential, ModuleList
 from .linear import Linear, Identity
+from .embedding import Embedding
 from .conv import Conv2d
 from .activation import (ReLU, Sigmoid, Tanh, GELU, SiLU, LeakyReLU, Softmax,
                          LogSoftmax)
@@ -11,7 +12,8 @@ from .dropout import Dropout
 from .loss import CrossEntropyLoss, NLLLoss, MSELoss, BCEWithLogitsLoss
 
 __all__ = [
-    "Module", "Sequential", "ModuleList", "Linear", "Identity", "Conv2d",
+    "Module", "Sequential", "ModuleList", "Linear", "Identity", "Embedding",
+    "Conv2d",
     "ReLU", "Sigmoid", "Tanh", "GELU", "SiLU", "LeakyReLU", "Softmax",
     "LogSoftmax", "MaxPool2d",
     "AvgPool2d", "AdaptiveAvgPool2d",
