@@ -126,10 +126,13 @@ ampc_gelu_tanh_f32(float x)
 
 /* Its derivative, (1 + t) / 2 + x (1 - t^2) u' / 2 with t = tanh(u) and
  * u' = sqrt(2/pi) (1 + 3 * 0.044715 x^2), as s (1 + 2 x (1 - s) u') with
- * s = sigmoid(2u) and 1 - s = sigmoid(-2u) (no cancellation). */
+ * s = sigmoid(2u) and 1 - s = sigmoid(-2u) (no cancellation).  |x| is
+ * clamped to 1e4, where s is already 0 or 1: beyond, 2 x u' would
+ * overflow and make 0 * inf. */
 AMPC_HOST_DEVICE float
 ampc_gelu_tanh_grad_f32(float x)
 {
+    x = ampc_select_f32(fabsf(x) > 1.0e4f, copysignf(1.0e4f, x), x);
     float sn;
     float s = ampc_sigmoid_pair_f32(2.0f * ampc_gelu_tanh_inner_f32(x), &sn);
     float du = AMPC_MUL(AMPC_SQRT_2_PI,

@@ -46,7 +46,7 @@ ampc_relu_f32(float x)
 AMPC_HOST_DEVICE float
 ampc_sigmoid_f32(float x)
 {
-    return 1.0f / (1.0f + ampc_exp_f32(-x));
+    return 1.0f / AMPC_ADD(1.0f, ampc_exp_f32(-x));
 }
 
 /* tanh, branch-free so that loops over it vectorise (and the GPU gets the

@@ -14,14 +14,7 @@ static int
 input_planes(const char *fn, int nd, const int64_t *shape,
              ampc_avg_pool2d_shape *s)
 {
-    if ((nd != 3 && nd != 4) || shape[nd - 1] == 0 || shape[nd - 2] == 0 ||
-        shape[nd - 3] == 0) {
-        char buf[256];
-        ampc_format_shape(buf, sizeof(buf), nd, shape);
-        PyErr_Format(PyExc_RuntimeError,
-                     "%s(): Expected 3D (C, H, W) or 4D (N, C, H, W) input "
-                     "with non-zero C, H and W (N may be 0), but got %s",
-                     fn, buf);
+    if (ampc_nn_pool_input_check(fn, nd, shape) < 0) {
         return -1;
     }
     s->h = shape[nd - 2];
@@ -73,26 +66,7 @@ avg_geometry(const char *fn, PyObject *k_obj, PyObject *s_obj,
             return -1;
         }
     }
-    const char *bad = NULL;
-    if (k[0] <= 0 || k[1] <= 0) {
-        bad = "kernel_size must be greater than zero";
-    }
-    else if (st[0] <= 0 || st[1] <= 0) {
-        bad = "stride must be greater than zero";
-    }
-    else if (pad[0] < 0 || pad[1] < 0) {
-        bad = "padding must be non-negative";
-    }
-    else if (pad[0] > k[0] / 2 || pad[1] > k[1] / 2) {
-        bad = "padding should be at most half of kernel_size";
-    }
-    if (bad != NULL) {
-        PyErr_Format(PyExc_RuntimeError,
-                     "%s(): %s, but got kernel_size=(%lld, %lld), "
-                     "stride=(%lld, %lld), padding=(%lld, %lld)",
-                     fn, bad, (long long)k[0], (long long)k[1],
-                     (long long)st[0], (long long)st[1], (long long)pad[0],
-                     (long long)pad[1]);
+    if (ampc_nn_pool_args_check(fn, k, st, pad, NULL) < 0) {
         return -1;
     }
     s->kh = k[0];

@@ -64,6 +64,60 @@ ampc_nn_pool_out_size(int64_t in, int64_t k, int64_t pad, int64_t stride,
     return out;
 }
 
+int
+ampc_nn_pool_input_check(const char *fn, int nd, const int64_t *shape)
+{
+    if ((nd != 3 && nd != 4) || shape[nd - 1] == 0 || shape[nd - 2] == 0 ||
+        shape[nd - 3] == 0) {
+        char buf[256];
+        ampc_format_shape(buf, sizeof(buf), nd, shape);
+        PyErr_Format(PyExc_RuntimeError,
+                     "%s(): Expected 3D (C, H, W) or 4D (N, C, H, W) input "
+                     "with non-zero C, H and W (N may be 0), but got %s",
+                     fn, buf);
+        return -1;
+    }
+    return 0;
+}
+
+int
+ampc_nn_pool_args_check(const char *fn, const int64_t k[2],
+                        const int64_t st[2], const int64_t pad[2],
+                        const int64_t dil[2])
+{
+    const char *bad = NULL;
+    if (k[0] <= 0 || k[1] <= 0) {
+        bad = "kernel_size must be greater than zero";
+    }
+    else if (st[0] <= 0 || st[1] <= 0) {
+        bad = "stride must be greater than zero";
+    }
+    else if (dil != NULL && (dil[0] <= 0 || dil[1] <= 0)) {
+        bad = "dilation must be greater than zero";
+    }
+    else if (pad[0] < 0 || pad[1] < 0) {
+        bad = "padding must be non-negative";
+    }
+    else if (pad[0] > k[0] / 2 || pad[1] > k[1] / 2) {
+        bad = "padding should be at most half of kernel_size";
+    }
+    if (bad == NULL) {
+        return 0;
+    }
+    char dil_text[64] = "";
+    if (dil != NULL) {
+        PyOS_snprintf(dil_text, sizeof(dil_text), ", dilation=(%lld, %lld)",
+                      (long long)dil[0], (long long)dil[1]);
+    }
+    PyErr_Format(PyExc_RuntimeError,
+                 "%s(): %s, but got kernel_size=(%lld, %lld), "
+                 "stride=(%lld, %lld), padding=(%lld, %lld)%s",
+                 fn, bad, (long long)k[0], (long long)k[1], (long long)st[0],
+                 (long long)st[1], (long long)pad[0], (long long)pad[1],
+                 dil_text);
+    return -1;
+}
+
 static PyObject *
 op_max_pool2d(PyObject *module, PyObject *args, PyObject *kwds)
 {
@@ -98,41 +152,8 @@ op_max_pool2d(PyObject *module, PyObject *args, PyObject *kwds)
         return NULL;
     }
     int nd = x->ndim;
-    if ((nd != 3 && nd != 4) || x->shape[nd - 1] == 0 ||
-        x->shape[nd - 2] == 0 || x->shape[nd - 3] == 0) {
-        char buf[256];
-        ampc_format_shape(buf, sizeof(buf), nd, x->shape);
-        PyErr_Format(PyExc_RuntimeError,
-                     "%s(): Expected 3D (C, H, W) or 4D (N, C, H, W) input "
-                     "with non-zero C, H and W (N may be 0), but got %s",
-                     fn, buf);
-        return NULL;
-    }
-    const char *bad = NULL;
-    if (k[0] <= 0 || k[1] <= 0) {
-        bad = "kernel_size must be greater than zero";
-    }
-    else if (st[0] <= 0 || st[1] <= 0) {
-        bad = "stride must be greater than zero";
-    }
-    else if (dil[0] <= 0 || dil[1] <= 0) {
-        bad = "dilation must be greater than zero";
-    }
-    else if (pad[0] < 0 || pad[1] < 0) {
-        bad = "padding must be non-negative";
-    }
-    else if (pad[0] > k[0] / 2 || pad[1] > k[1] / 2) {
-        bad = "padding should be at most half of kernel_size";
-    }
-    if (bad != NULL) {
-        PyErr_Format(PyExc_RuntimeError,
-                     "%s(): %s, but got kernel_size=(%lld, %lld), "
-                     "stride=(%lld, %lld), padding=(%lld, %lld), "
-                     "dilation=(%lld, %lld)",
-                     fn, bad, (long long)k[0], (long long)k[1],
-                     (long long)st[0], (long long)st[1], (long long)pad[0],
-                     (long long)pad[1], (long long)dil[0],
-                     (long long)dil[1]);
+    if (ampc_nn_pool_input_check(fn, nd, x->shape) < 0 ||
+        ampc_nn_pool_args_check(fn, k, st, pad, dil) < 0) {
         return NULL;
     }
     ampc_pool2d_shape s = {

@@ -99,6 +99,9 @@ CASES = [
                      divisor_override=5)),
     ((1, 1, 5, 5), dict(kernel_size=5)),
     ((2, 3, 4, 37), dict(kernel_size=(1, 4), stride=(1, 3), padding=(0, 2))),
+    # ceil_mode's last window reaches past the padding: its divisor counts
+    # only up to H + padding
+    ((1, 2, 8, 8), dict(kernel_size=3, stride=2, padding=1, ceil_mode=True)),
 ]
 ADAPTIVE = [((2, 3, 7, 9), 1), ((1, 4, 10, 11), (3, 4)),
             ((2, 2, 5, 6), (None, 4)), ((3, 7, 9), (7, 9)),

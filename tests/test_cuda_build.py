@@ -248,7 +248,7 @@ def test_every_cu_file_compiles_without_warnings(tmp_path):
 
 # Kernels whose results the CUDA tests compare with the CPU's bit for bit.
 BIT_EXACT_SOURCES = ("optim", "random", "dropout", "amp", "copy", "relu",
-                     "pool")
+                     "pool", "avg_pool")
 
 
 def _contractions(ptx, ty):
@@ -304,10 +304,14 @@ def test_bit_exact_kernels_leave_nothing_to_fuse(tmp_path):
     bad = {f"{stem}.cu float32": _contractions(text, "f32")
            for stem, text in ptx.items()}
     bad["random.cu float64"] = _contractions(ptx["random"], "f64")
-    # elementwise.cu: the kernels of a fixed op + - * / max min (the
-    # runtime-op ones also hold libdevice's pow, exp and log, which use
-    # FMAs and are compared with a tolerance)
-    exact_op = re.compile(r"7BinaryFI(?:f|6__half|13__nv_bfloat16)Li[0-5]EE")
+    # elementwise.cu: the kernels of a fixed op + - * / max min and the
+    # activations' backward (binary ops 7-9), and of the activations
+    # (unary ops 9-14: gelu, gelu_tanh, silu and their derivatives); the
+    # runtime-op ones also hold libdevice's pow, exp and log, which use FMAs
+    # and are compared with a tolerance
+    exact_op = re.compile(r"(?:7BinaryFI(?:f|6__half|13__nv_bfloat16)"
+                          r"Li[0-57-9]EE|6UnaryFI(?:f|6__half|13__nv_"
+                          r"bfloat16)Li(?:9|1[0-4])EE)")
     names = [n for n in re.findall(r"\.entry\s+(\w+)", ew)
              if exact_op.search(n)]
     assert names, "no fixed-op element-wise kernel found in the PTX"

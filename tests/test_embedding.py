@@ -89,6 +89,14 @@ def test_max_norm_renormalises_the_rows_looked_up(device):
                                rtol=1e-6)
 
 
+def test_max_norm_leaves_a_nan_row_alone():
+    w = ampc.tensor([[float("nan"), 1.0], [30.0, 40.0]])
+    F.embedding(ampc.tensor([0, 1]), w, max_norm=5.0)
+    got = to64(w)
+    assert np.isnan(got[0, 0]) and got[0, 1] == 1.0
+    np.testing.assert_allclose(got[1], [3.0, 4.0], rtol=1e-6)
+
+
 def test_module():
     emb = nn.Embedding(10, 3, padding_idx=2, max_norm=2.0)
     assert repr(emb) == "Embedding(10, 3, padding_idx=2, max_norm=2.0)"

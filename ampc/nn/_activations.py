@@ -1,5 +1,6 @@
 """``gelu`` (exact, or ``approximate="tanh"``), ``silu`` and
-``leaky_relu``: PyTorch's activations.  GELU and SiLU and their
+``leaky_relu``: PyTorch's activations (``inplace=True`` as PyTorch's, also
+under autograd).  GELU and SiLU and their
 derivatives are element-wise kernels of their own (``_C.unary`` ops
 "gelu", "gelu_tanh", "silu" and "*_grad", and the fused backward, g * f'(x), as
 ``_C.binary`` ops "*_backward"; csrc/activation_math.h, the same code on
@@ -19,6 +20,7 @@ import math
 
 from .. import _C
 from ..autograd import Function, _mode
+from ..autograd import inplace as _inplace
 from ._args import _tensor
 
 _GRAD_OP = {"gelu": "gelu_grad", "gelu_tanh": "gelu_tanh_grad",
@@ -27,6 +29,10 @@ _BACKWARD_OP = {"gelu": "gelu_backward", "gelu_tanh": "gelu_tanh_backward",
                 "silu": "silu_backward"}
 _SQRT_2_PI = math.sqrt(2.0 / math.pi)
 _GELU_TANH_C = 0.044715
+
+
+def _unary(x, op):
+    return _C.unary(op, x)
 
 
 class _Activation(Function):
@@ -87,6 +93,24 @@ def _second_derivative(op, x):
     return (1.0 - t * t) * (du + x * (d2u - t * du * du * 2.0) * 0.5)
 
 
+class _LeakyRelu(Function):
+    """x where x > 0, else slope * x; the gradient g there, else slope * g
+    (slope at 0, as PyTorch), from the saved input."""
+
+    node_name = "LeakyReluBackward0"
+
+    @staticmethod
+    def forward(ctx, x, slope):
+        ctx.slope = slope
+        ctx.save_for_backward(x)
+        return _C.where(x > 0, x, x * slope)
+
+    @staticmethod
+    def backward(ctx, g):
+        x, = ctx.saved_tensors
+        return g * _C.where(x > 0, 1.0, ctx.slope).to(g.dtype), None
+
+
 def formulas():
     """The differentiable backward of each Function here, for
     ``backward(create_graph=True)`` (autograd/higher_order.py)."""
@@ -94,19 +118,23 @@ def formulas():
         x, = node.saved_tensors
         return g * _ActivationGrad.apply(x, node.op), None
     return {_Activation: activation, _Gelu: activation, _Silu: activation,
-            _ActivationGrad: _ActivationGrad.backward}
+            _ActivationGrad: _ActivationGrad.backward,
+            _LeakyRelu: _LeakyRelu.backward}
 
 
-def _apply(cls, input, op):
+def _run(cls, input, arg, inplace, plain):
+    """cls.apply(input, arg) under autograd, else plain(input, arg); with
+    ``inplace``, written into input (a Function that saves its input is
+    given a copy, as for relu_)."""
     if _mode.enabled and input.requires_grad:
-        return cls.apply(input, op)
-    return _C.unary(op, input)
-
-
-def _in_place(input, out):
-    """torch's inplace=True: the result written into input."""
-    input.copy_(out)
-    return input
+        if inplace:
+            return _inplace(input, cls, arg)
+        return cls.apply(input, arg)
+    out = plain(input, arg)
+    if inplace:
+        _C.copy_(input, out)
+        return input
+    return out
 
 
 def gelu(input, approximate="none"):
@@ -117,25 +145,23 @@ def gelu(input, approximate="none"):
         raise RuntimeError(
             f"gelu(): approximate argument must be either none or tanh, "
             f"got {approximate!r}")
-    return _apply(_Gelu, input,
-                  "gelu" if approximate == "none" else "gelu_tanh")
+    return _run(_Gelu, input, "gelu" if approximate == "none" else
+                "gelu_tanh", False, _unary)
 
 
 def silu(input, inplace=False):
     """x * sigmoid(x) (also called swish)."""
     _tensor("silu", "input", 1, input)
-    out = _apply(_Silu, input, "silu")
-    return _in_place(input, out) if inplace else out
+    return _run(_Silu, input, "silu", inplace, _unary)
 
 
 def leaky_relu(input, negative_slope=0.01, inplace=False):
     """x where x > 0, else negative_slope * x (the gradient at 0 is
     negative_slope, as PyTorch's)."""
-    from .._tensor_where import where
     _tensor("leaky_relu", "input", 1, input)
     if not input.dtype.is_floating_point:
         raise RuntimeError(
             "leaky_relu(): expected a floating point input, got "
             f"{input.dtype.name}")
-    out = where(input > 0, input, input * float(negative_slope))
-    return _in_place(input, out) if inplace else out
+    return _run(_LeakyRelu, input, float(negative_slope), inplace,
+                lambda x, slope: _C.where(x > 0, x, x * slope))

@@ -91,7 +91,9 @@ def _renorm(weight, index, max_norm, norm_type):
     max_norm is scaled to max_norm (in place, not recorded)."""
     sub = weight.index_select(0, index)
     norms = sub.norm(p=norm_type, dim=1, keepdim=True)
-    scale = (max_norm / (norms + 1e-7)).masked_fill(norms <= max_norm, 1.0)
+    # (a NaN norm leaves its row alone, as PyTorch)
+    scale = (max_norm / (norms + 1e-7)).masked_fill(~(norms > max_norm),
+                                                    1.0)
     # a repeated index writes the same scaled row each time
     weight[index] = sub * scale
 
