@@ -12,7 +12,7 @@ from .parameter import Parameter
 from .modules import (
     Module, Sequential, ModuleList, Linear, Identity, Conv2d, ReLU, Sigmoid,
     Tanh, Softmax, LogSoftmax, MaxPool2d, Flatten, Dropout, CrossEntropyLoss,
-    NLLLoss, MSELoss, BCEWithLogitsLoss,
+    NLLLoss, MSELoss, BCEWithLogitsLoss, BatchNorm1d, BatchNorm2d, LayerNorm,
 )
 from . import functional
 from . import init
@@ -23,6 +23,6 @@ __all__ = [
     "Conv2d", "ReLU", "Sigmoid", "Tanh", "Softmax", "LogSoftmax",
     "MaxPool2d", "Flatten",
     "Dropout", "CrossEntropyLoss", "NLLLoss", "MSELoss", "BCEWithLogitsLoss",
-    "functional",
+    "BatchNorm1d", "BatchNorm2d", "LayerNorm", "functional",
     "init", "utils",
 ]

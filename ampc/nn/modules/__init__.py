@@ -8,11 +8,13 @@ from .pooling import MaxPool2d
 from .flatten import Flatten
 from .dropout import Dropout
 from .loss import CrossEntropyLoss, NLLLoss, MSELoss, BCEWithLogitsLoss
+from .batchnorm import BatchNorm1d, BatchNorm2d
+from .normalization import LayerNorm
 
 __all__ = [
     "Module", "Sequential", "ModuleList", "Linear", "Identity", "Conv2d",
     "ReLU", "Sigmoid", "Tanh", "Softmax", "LogSoftmax", "MaxPool2d",
     "Flatten", "Dropout",
     "CrossEntropyLoss", "NLLLoss", "MSELoss", "BCEWithLogitsLoss",
-    "_IncompatibleKeys",
+    "BatchNorm1d", "BatchNorm2d", "LayerNorm", "_IncompatibleKeys",
 ]
