@@ -26,37 +26,80 @@
 #include "norm_math.h"
 
 // ----------------------------------------------------------------------------
-// runs
+// lanes
 
-/* The sums of `kind` (norm_math.h) over x[0:n] (g[0:n] too for
- * AMPC_NORM_GRAD) around m, n <= AMPC_NN_ROW, added to *s1 and *s2:
- * AMPC_RED_LANES float32 lanes of at most AMPC_RED_LANES terms each, folded
- * into doubles in lane order.  kind is a constant at every call, so each
- * use is specialised and vectorised. */
+/* Running sums of a pass: AMPC_RED_LANES float32 lanes, each adding at most
+ * AMPC_RED_LANES terms before the lanes are folded (a float32 tree, then
+ * into the doubles s1, s2), so short runs (a 16 x 16 plane, a row of 768)
+ * share one fold instead of paying one each. */
+typedef struct {
+    float a1[AMPC_RED_LANES], a2[AMPC_RED_LANES];
+    int64_t terms;              /* per lane since the last fold */
+    double s1, s2;
+} ampc_norm_lanes;
+
 static AMPC_ALWAYS_INLINE void
-ampc_norm_run(int kind, const float *x, const float *g, float m, int64_t n,
-              double *s1, double *s2)
+ampc_norm_lanes_clear(ampc_norm_lanes *L)
 {
-    float a1[AMPC_RED_LANES] = {0.0f}, a2[AMPC_RED_LANES] = {0.0f};
-    int64_t i = 0;
+    for (int l = 0; l < AMPC_RED_LANES; l++) {
+        L->a1[l] = L->a2[l] = 0.0f;
+    }
+    L->terms = 0;
+}
+
+static AMPC_ALWAYS_INLINE void
+ampc_norm_lanes_fold(ampc_norm_lanes *L)
+{
+    for (int w = AMPC_RED_LANES / 2; w > 0; w /= 2) {
+        for (int l = 0; l < w; l++) {
+            L->a1[l] += L->a1[l + w];
+            L->a2[l] += L->a2[l + w];
+        }
+    }
+    L->s1 += L->a1[0];
+    L->s2 += L->a2[0];
+    ampc_norm_lanes_clear(L);
+}
+
+static AMPC_ALWAYS_INLINE void
+ampc_norm_lanes_init(ampc_norm_lanes *L)
+{
+    ampc_norm_lanes_clear(L);
+    L->s1 = L->s2 = 0.0;
+}
+
+/* Adds the terms of `kind` (norm_math.h) over x[0:n] (g[0:n] too for
+ * AMPC_NORM_GRAD) around m, n <= AMPC_NN_ROW.  kind is a constant at every
+ * call, so each use is specialised and vectorised. */
+static AMPC_ALWAYS_INLINE void
+ampc_norm_run(ampc_norm_lanes *L, int kind, const float *x, const float *g,
+              float m, int64_t n)
+{
+    int64_t per = (n + AMPC_RED_LANES - 1) / AMPC_RED_LANES, i = 0;
     int l;
+    if (L->terms + per > AMPC_RED_LANES) {
+        ampc_norm_lanes_fold(L);
+    }
     for (; i + AMPC_RED_LANES <= n; i += AMPC_RED_LANES) {
         for (l = 0; l < AMPC_RED_LANES; l++) {
             float gv = kind == AMPC_NORM_GRAD ? g[i + l] : 0.0f;
-            ampc_norm_term(kind, x[i + l], gv, m, &a1[l], &a2[l]);
+            ampc_norm_term(kind, x[i + l], gv, m, &L->a1[l], &L->a2[l]);
         }
     }
     for (l = 0; i < n; i++, l++) {
         float gv = kind == AMPC_NORM_GRAD ? g[i] : 0.0f;
-        ampc_norm_term(kind, x[i], gv, m, &a1[l], &a2[l]);
+        ampc_norm_term(kind, x[i], gv, m, &L->a1[l], &L->a2[l]);
     }
-    double t1 = 0.0, t2 = 0.0;
-    for (l = 0; l < AMPC_RED_LANES; l++) {
-        t1 += a1[l];
-        t2 += a2[l];
-    }
-    *s1 += t1;
-    *s2 += t2;
+    L->terms += per;
+}
+
+/* The pass's totals (the lanes folded). */
+static AMPC_ALWAYS_INLINE void
+ampc_norm_lanes_total(ampc_norm_lanes *L, double *s1, double *s2)
+{
+    ampc_norm_lanes_fold(L);
+    *s1 = L->s1;
+    *s2 = L->s2;
 }
 
 // ----------------------------------------------------------------------------
@@ -112,6 +155,8 @@ ampc_bn_sums(const ampc_converters *cv, int kind, const ampc_bn_ctx *c,
         s1[k] = s2[k] = 0.0;
     }
     if (ampc_bn_wide(s)) {
+        ampc_norm_lanes L;
+        ampc_norm_lanes_init(&L);
         for (n = 0; n < s->n; n++) {
             const char *x = ampc_bn_at(c, c->x, n, c0);
             const char *g = ampc_bn_at(c, c->grad_y, n, c0);
@@ -124,9 +169,10 @@ ampc_bn_sums(const ampc_converters *cv, int kind, const ampc_bn_ctx *c,
                     gf = ampc_load_block_f32(cv, c->xdt, g + i * (int64_t)es,
                                              1, len, gb, NULL);
                 }
-                ampc_norm_run(kind, xf, gf, m[0], len, &s1[0], &s2[0]);
+                ampc_norm_run(&L, kind, xf, gf, m[0], len);
             }
         }
+        ampc_norm_lanes_total(&L, &s1[0], &s2[0]);
         return;
     }
     /* narrow: a float32 accumulator per column for up to AMPC_RED_LANES
@@ -438,23 +484,27 @@ ampc_layer_norm_fwd_range(const ampc_converters *cv, const ampc_ln_ctx *c,
     for (int64_t row = b; row < e; row++) {
         const char *x = (const char *)c->x + row * d * (int64_t)es;
         char *y = (char *)c->out + row * d * (int64_t)es;
-        double s1 = 0.0, s2 = 0.0, mu, var;
+        double s1, s2, mu, var;
+        ampc_norm_lanes L;
+        ampc_norm_lanes_init(&L);
         for (i = 0; i < d; i += AMPC_NN_ROW) {
             n = ampc_nn_min(AMPC_NN_ROW, d - i);
             xf = ampc_load_block_f32(cv, c->xdt, x + i * (int64_t)es, 1, n,
                                      xb, NULL);
-            ampc_norm_run(AMPC_NORM_SUM, xf, NULL, 0.0f, n, &s1, &s2);
+            ampc_norm_run(&L, AMPC_NORM_SUM, xf, NULL, 0.0f, n);
         }
+        ampc_norm_lanes_total(&L, &s1, &s2);
         float m0 = (float)(s1 / (double)d);
-        s1 = s2 = 0.0;
+        ampc_norm_lanes_init(&L);
         for (i = 0; i < d; i += AMPC_NN_ROW) {
             n = ampc_nn_min(AMPC_NN_ROW, d - i);
             if (!one) {
                 xf = ampc_load_block_f32(cv, c->xdt, x + i * (int64_t)es, 1,
                                          n, xb, NULL);
             }
-            ampc_norm_run(AMPC_NORM_DEV, xf, NULL, m0, n, &s1, &s2);
+            ampc_norm_run(&L, AMPC_NORM_DEV, xf, NULL, m0, n);
         }
+        ampc_norm_lanes_total(&L, &s1, &s2);
         ampc_norm_moments(m0, s1, s2, d, &mu, &var);
         float mf = (float)mu, rf = (float)ampc_norm_invstd(var, c->s->eps);
         c->mean[row] = mf;
@@ -499,7 +549,9 @@ ampc_layer_norm_bwd_range(const ampc_converters *cv, const ampc_ln_ctx *c,
             const char *x = (const char *)c->x + at;
             const char *g = (const char *)c->grad_y + at;
             float mf = c->mean[row], rf = c->rstd[row];
-            double s1 = 0.0, s2 = 0.0;
+            double s1, s2;
+            ampc_norm_lanes L;
+            ampc_norm_lanes_init(&L);
             for (i = 0; i < d; i += AMPC_NN_ROW) {
                 n = ampc_nn_min(AMPC_NN_ROW, d - i);
                 xf = ampc_load_block_f32(cv, c->xdt, x + i * (int64_t)es, 1,
@@ -523,11 +575,12 @@ ampc_layer_norm_bwd_range(const ampc_converters *cv, const ampc_ln_ctx *c,
                 for (j = 0; j < n; j++) {
                     wg[j] = gf[j] * c->w[i + j];
                 }
-                ampc_norm_run(AMPC_NORM_GRAD, xf, wg, mf, n, &s1, &s2);
+                ampc_norm_run(&L, AMPC_NORM_GRAD, xf, wg, mf, n);
             }
             if (c->out == NULL) {
                 continue;
             }
+            ampc_norm_lanes_total(&L, &s1, &s2);
             float mg, proj;
             ampc_norm_bwd_consts(s1, s2, d, rf, &mg, &proj);
             char *gx = (char *)c->out + at;
