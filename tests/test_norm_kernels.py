@@ -23,9 +23,10 @@ COMBOS = [("float32", "float32"), ("float16", "float16"),
           ("bfloat16", "bfloat16"), ("float16", "float32"),
           ("bfloat16", "float32")]
 COMBO_IDS = [f"{x}-{p}" for x, p in COMBOS]
-# (N, C, *): narrow planes (a tile of channels per item), wide ones (a
-# channel per item) and a plane longer than one widened block
-BN_SHAPES = [(5, 3), (4, 7, 5), (3, 37, 5, 7), (2, 3, 9, 11),
+# (N, C, *): narrow planes (a tile of channels per item; several tiles,
+# the last one partial, for C = 37 and HW = 5), wide ones (a channel per
+# item) and a plane longer than one widened block
+BN_SHAPES = [(5, 3), (4, 7, 5), (3, 37, 5), (3, 37, 5, 7), (2, 3, 9, 11),
              (2, 2, 65, 70)]
 LN_SHAPES = [((5, 7), 1), ((3, 4, 37), 1), ((2, 3, 5, 7), 2),
              ((3, 5000), 1)]
