@@ -54,6 +54,9 @@ template <typename F>
 __device__ __forceinline__ void
 bn_for_channel(const ampc_batch_norm_shape &s, int64_t ch, F f)
 {
+    if (s.n * s.hw == 0) {
+        return;
+    }
     int64_t tw = s.hw < (int64_t)blockDim.x ? s.hw : (int64_t)blockDim.x;
     int64_t rows = (int64_t)blockDim.x / tw;
     int64_t tn = threadIdx.x / tw, tj = threadIdx.x % tw;

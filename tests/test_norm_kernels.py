@@ -168,6 +168,26 @@ def test_batch_norm_large_mean_small_spread(cpu_level, device):
     np.testing.assert_allclose(to64(mean.cpu()), emean, rtol=1e-7)
 
 
+def test_strided_input_and_running_stats(cpu_level, device, rng):
+    """A transposed input is read through a contiguous copy; running
+    statistics that are strided views are updated where they live."""
+    x = rand_values((6, 5), "float32", rng)
+    tx = put(x.T.copy(), "float32", device).t()
+    base_m = put(np.zeros(10), "float32", device)
+    base_v = put(np.ones(10), "float32", device)
+    rm, rv = base_m[::2], base_v[1::2]
+    y, _, _ = C.batch_norm(tx, None, None, rm, rv, True, 0.5, 1e-5)
+    ey, erm, erv, _, _ = ref.batch_norm(x, None, None, np.zeros(5),
+                                        np.ones(5), True, 0.5, 1e-5)
+    close(y, ey, "float32", 6)
+    close(base_m[::2], erm, "float32", 6)
+    close(base_v[1::2], erv, "float32", 6)
+    assert to64(base_m[1::2].cpu()).tolist() == [0.0] * 5
+    assert rm._version > 0 and rv._version > 0
+    ln, _, _ = C.layer_norm(tx, (5,))
+    close(ln, ref.layer_norm(x, 1)[0], "float32", 5)
+
+
 def test_batch_norm_empty_batch_keeps_running_stats(device):
     rm = put(np.zeros(3), "float32", device)
     rv = put(np.ones(3), "float32", device)
