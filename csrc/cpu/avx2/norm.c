@@ -1,23 +1,29 @@
 /* norm.c - batch norm and layer norm, forward and backward: the bodies of
- * cpu/norm_loops.h compiled for AVX2 + FMA + F16C.
+ * cpu/batch_norm_loops.h and cpu/norm_loops.h compiled for AVX2 + FMA + F16C.
  */
 #if defined(__x86_64__)
 
-#include "cpu/norm_loops.h"
+#include "cpu/batch_norm_loops.h"
 
 // ----------------------------------------------------------------------------
 // AVX2
 
 static AMPC_TARGET_AVX2 void
-batch_norm_fwd_range(void *ctx, int64_t b, int64_t e)
+batch_norm_tile_range(void *ctx, int64_t b, int64_t e)
 {
-    ampc_batch_norm_fwd_range(&ampc_cvt_avx2, ctx, b, e);
+    ampc_batch_norm_tile_range(&ampc_cvt_avx2, ctx, b, e);
 }
 
 static AMPC_TARGET_AVX2 void
-batch_norm_bwd_range(void *ctx, int64_t b, int64_t e)
+batch_norm_plane_range(void *ctx, int64_t b, int64_t e)
 {
-    ampc_batch_norm_bwd_range(&ampc_cvt_avx2, ctx, b, e);
+    ampc_batch_norm_plane_range(&ampc_cvt_avx2, ctx, b, e);
+}
+
+static AMPC_TARGET_AVX2 void
+batch_norm_map_range(void *ctx, int64_t b, int64_t e)
+{
+    ampc_batch_norm_map_range(&ampc_cvt_avx2, ctx, b, e);
 }
 
 static AMPC_TARGET_AVX2 void
@@ -40,7 +46,9 @@ ampc_batch_norm_fwd_avx2(const ampc_batch_norm_shape *s, ampc_dtype xdt,
                          void *running_var, float *mean, float *invstd,
                          void *y)
 {
-    return ampc_batch_norm_fwd_launch(batch_norm_fwd_range, s, xdt, pdt, x,
+    return ampc_batch_norm_fwd_launch(batch_norm_tile_range,
+                                      batch_norm_plane_range,
+                                      batch_norm_map_range, s, xdt, pdt, x,
                                       weight, bias, running_mean, running_var,
                                       mean, invstd, y);
 }
@@ -53,7 +61,9 @@ ampc_batch_norm_bwd_avx2(const ampc_batch_norm_shape *s, ampc_dtype xdt,
                          const float *invstd, void *grad_x,
                          void *grad_weight, void *grad_bias)
 {
-    return ampc_batch_norm_bwd_launch(batch_norm_bwd_range, s, xdt, pdt,
+    return ampc_batch_norm_bwd_launch(batch_norm_tile_range,
+                                      batch_norm_plane_range,
+                                      batch_norm_map_range, s, xdt, pdt,
                                       grad_y, x, weight, mean, invstd,
                                       grad_x, grad_weight, grad_bias);
 }
