@@ -123,6 +123,7 @@ ampc_batch_norm_plane_range(const ampc_converters *cv, const ampc_bn_ctx *c,
     const ampc_batch_norm_shape *s = c->s;
     size_t es = ampc_dtype_size[c->xdt];
     int fwd = c->mode == AMPC_BN_APPLY, one = s->hw <= AMPC_NN_ROW;
+    int kind = fwd ? AMPC_NORM_SUM : AMPC_NORM_GRAD;
     float xb[AMPC_NN_ROW], gb[AMPC_NN_ROW];
     const float *xf = NULL;
     ampc_norm_lanes L;
@@ -134,7 +135,7 @@ ampc_batch_norm_plane_range(const ampc_converters *cv, const ampc_bn_ctx *c,
             double *p = c->part + 2 * (n * s->c + ch);
             double s1, s2, mean, var;
             int64_t i, len;
-            ampc_norm_lanes_init(&L);
+            ampc_norm_lanes_init(&L, kind);
             for (i = 0; i < s->hw; i += AMPC_NN_ROW) {
                 len = ampc_nn_min(AMPC_NN_ROW, s->hw - i);
                 xf = ampc_load_block_f32(cv, c->xdt, x + i * (int64_t)es, 1,
@@ -147,14 +148,14 @@ ampc_batch_norm_plane_range(const ampc_converters *cv, const ampc_bn_ctx *c,
                     cv, c->xdt, g + i * (int64_t)es, 1, len, gb, NULL);
                 ampc_norm_run(&L, AMPC_NORM_GRAD, xf, gf, c->mean[ch], len);
             }
-            ampc_norm_lanes_total(&L, &s1, &s2);
+            ampc_norm_lanes_total(&L, kind, &s1, &s2);
             if (!fwd) {
                 p[0] = s1;
                 p[1] = s2;
                 continue;
             }
             float m0 = (float)(s1 / (double)s->hw);
-            ampc_norm_lanes_init(&L);
+            ampc_norm_lanes_init(&L, AMPC_NORM_DEV);
             for (i = 0; i < s->hw; i += AMPC_NN_ROW) {
                 len = ampc_nn_min(AMPC_NN_ROW, s->hw - i);
                 if (!one) {
@@ -163,7 +164,7 @@ ampc_batch_norm_plane_range(const ampc_converters *cv, const ampc_bn_ctx *c,
                 }
                 ampc_norm_run(&L, AMPC_NORM_DEV, xf, NULL, m0, len);
             }
-            ampc_norm_lanes_total(&L, &s1, &s2);
+            ampc_norm_lanes_total(&L, AMPC_NORM_DEV, &s1, &s2);
             ampc_norm_moments(m0, s1, s2, s->hw, &mean, &var);
             p[0] = mean;
             p[1] = var * (double)s->hw;

@@ -33,39 +33,64 @@ typedef struct {
     double s1, s2;
 } ampc_norm_lanes;
 
+/* A pass of kind AMPC_NORM_SUM leaves a2 alone: it is neither cleared nor
+ * folded (kind is a constant at every call). */
 static AMPC_ALWAYS_INLINE void
-ampc_norm_lanes_clear(ampc_norm_lanes *L)
+ampc_norm_lanes_clear(ampc_norm_lanes *L, int kind)
 {
     for (int l = 0; l < AMPC_RED_LANES; l++) {
-        L->a1[l] = L->a2[l] = 0.0f;
+        L->a1[l] = 0.0f;
+    }
+    for (int l = 0; kind != AMPC_NORM_SUM && l < AMPC_RED_LANES; l++) {
+        L->a2[l] = 0.0f;
     }
     L->terms = 0;
 }
 
-static AMPC_ALWAYS_INLINE void
-ampc_norm_lanes_fold(ampc_norm_lanes *L)
+_Static_assert(AMPC_RED_LANES == 64, "ampc_norm_lanes_tree folds 64 lanes");
+
+/* The sum of the 64 lanes as a fixed tree: four vectors of 16 added as
+ * vectors, then halved (spelled out: a loop over the halving widths
+ * leaves gcc a scalar chain). */
+static AMPC_ALWAYS_INLINE float
+ampc_norm_lanes_tree(const float *a)
 {
-    for (int w = AMPC_RED_LANES / 2; w > 0; w /= 2) {
-        for (int l = 0; l < w; l++) {
-            L->a1[l] += L->a1[l + w];
-            L->a2[l] += L->a2[l + w];
-        }
+    float v[16];
+    int l;
+    for (l = 0; l < 16; l++) {
+        v[l] = (a[l] + a[l + 16]) + (a[l + 32] + a[l + 48]);
     }
-    L->s1 += L->a1[0];
-    L->s2 += L->a2[0];
-    ampc_norm_lanes_clear(L);
+    for (l = 0; l < 8; l++) {
+        v[l] += v[l + 8];
+    }
+    for (l = 0; l < 4; l++) {
+        v[l] += v[l + 4];
+    }
+    return (v[0] + v[2]) + (v[1] + v[3]);
+}
+
+/* Adds the lanes to the doubles; the lanes are then spent (clear them to
+ * go on). */
+static AMPC_ALWAYS_INLINE void
+ampc_norm_lanes_fold(ampc_norm_lanes *L, int kind)
+{
+    L->s1 += ampc_norm_lanes_tree(L->a1);
+    if (kind != AMPC_NORM_SUM) {
+        L->s2 += ampc_norm_lanes_tree(L->a2);
+    }
 }
 
 static AMPC_ALWAYS_INLINE void
-ampc_norm_lanes_init(ampc_norm_lanes *L)
+ampc_norm_lanes_init(ampc_norm_lanes *L, int kind)
 {
-    ampc_norm_lanes_clear(L);
+    ampc_norm_lanes_clear(L, kind);
     L->s1 = L->s2 = 0.0;
 }
 
 /* Adds the terms of `kind` (norm_math.h) over x[0:n] (g[0:n] too for
- * AMPC_NORM_GRAD) around m, n <= AMPC_NN_ROW.  kind is a constant at every
- * call, so each use is specialised and vectorised. */
+ * AMPC_NORM_GRAD) around m, n <= AMPC_NN_ROW, to lanes initialised for
+ * that kind.  kind is a constant at every call, so each use is
+ * specialised and vectorised. */
 static AMPC_ALWAYS_INLINE void
 ampc_norm_run(ampc_norm_lanes *L, int kind, const float *x, const float *g,
               float m, int64_t n)
@@ -73,7 +98,8 @@ ampc_norm_run(ampc_norm_lanes *L, int kind, const float *x, const float *g,
     int64_t per = (n + AMPC_RED_LANES - 1) / AMPC_RED_LANES, i = 0;
     int l;
     if (L->terms + per > AMPC_RED_LANES) {
-        ampc_norm_lanes_fold(L);
+        ampc_norm_lanes_fold(L, kind);
+        ampc_norm_lanes_clear(L, kind);
     }
     for (; i + AMPC_RED_LANES <= n; i += AMPC_RED_LANES) {
         for (l = 0; l < AMPC_RED_LANES; l++) {
@@ -88,11 +114,11 @@ ampc_norm_run(ampc_norm_lanes *L, int kind, const float *x, const float *g,
     L->terms += per;
 }
 
-/* The pass's totals (the lanes folded). */
+/* The pass's totals (s2 is 0 for AMPC_NORM_SUM); the lanes are spent. */
 static AMPC_ALWAYS_INLINE void
-ampc_norm_lanes_total(ampc_norm_lanes *L, double *s1, double *s2)
+ampc_norm_lanes_total(ampc_norm_lanes *L, int kind, double *s1, double *s2)
 {
-    ampc_norm_lanes_fold(L);
+    ampc_norm_lanes_fold(L, kind);
     *s1 = L->s1;
     *s2 = L->s2;
 }
@@ -127,16 +153,16 @@ ampc_layer_norm_fwd_range(const ampc_converters *cv, const ampc_ln_ctx *c,
         char *y = (char *)c->out + row * d * (int64_t)es;
         double s1, s2, mu, var;
         ampc_norm_lanes L;
-        ampc_norm_lanes_init(&L);
+        ampc_norm_lanes_init(&L, AMPC_NORM_SUM);
         for (i = 0; i < d; i += AMPC_NN_ROW) {
             n = ampc_nn_min(AMPC_NN_ROW, d - i);
             xf = ampc_load_block_f32(cv, c->xdt, x + i * (int64_t)es, 1, n,
                                      xb, NULL);
             ampc_norm_run(&L, AMPC_NORM_SUM, xf, NULL, 0.0f, n);
         }
-        ampc_norm_lanes_total(&L, &s1, &s2);
+        ampc_norm_lanes_total(&L, AMPC_NORM_SUM, &s1, &s2);
         float m0 = (float)(s1 / (double)d);
-        ampc_norm_lanes_init(&L);
+        ampc_norm_lanes_init(&L, AMPC_NORM_DEV);
         for (i = 0; i < d; i += AMPC_NN_ROW) {
             n = ampc_nn_min(AMPC_NN_ROW, d - i);
             if (!one) {
@@ -145,7 +171,7 @@ ampc_layer_norm_fwd_range(const ampc_converters *cv, const ampc_ln_ctx *c,
             }
             ampc_norm_run(&L, AMPC_NORM_DEV, xf, NULL, m0, n);
         }
-        ampc_norm_lanes_total(&L, &s1, &s2);
+        ampc_norm_lanes_total(&L, AMPC_NORM_DEV, &s1, &s2);
         ampc_norm_moments(m0, s1, s2, d, &mu, &var);
         float mf = (float)mu, rf = (float)ampc_norm_invstd(var, c->s->eps);
         c->mean[row] = mf;
@@ -192,7 +218,7 @@ ampc_layer_norm_bwd_range(const ampc_converters *cv, const ampc_ln_ctx *c,
             float mf = c->mean[row], rf = c->rstd[row];
             double s1, s2;
             ampc_norm_lanes L;
-            ampc_norm_lanes_init(&L);
+            ampc_norm_lanes_init(&L, AMPC_NORM_GRAD);
             for (i = 0; i < d; i += AMPC_NN_ROW) {
                 n = ampc_nn_min(AMPC_NN_ROW, d - i);
                 xf = ampc_load_block_f32(cv, c->xdt, x + i * (int64_t)es, 1,
@@ -221,7 +247,7 @@ ampc_layer_norm_bwd_range(const ampc_converters *cv, const ampc_ln_ctx *c,
             if (c->out == NULL) {
                 continue;
             }
-            ampc_norm_lanes_total(&L, &s1, &s2);
+            ampc_norm_lanes_total(&L, AMPC_NORM_GRAD, &s1, &s2);
             float mg, proj;
             ampc_norm_bwd_consts(s1, s2, d, rf, &mg, &proj);
             char *gx = (char *)c->out + at;
