@@ -3,8 +3,8 @@ batch's statistics while training and by running estimates in evaluation,
 with PyTorch's parameters, buffers and state-dict keys.
 
 >>> import ampc
->>> ampc.nn.BatchNorm2d(16)
-BatchNorm2d(16, eps=1e-05, momentum=0.1, affine=True, bias=True, track_running_stats=True)
+>>> [name for name, _ in ampc.nn.BatchNorm2d(16).named_buffers()]
+['running_mean', 'running_var', 'num_batches_tracked']
 """
 from ... import _C
 from ..._creation import empty, ones, tensor, zeros
