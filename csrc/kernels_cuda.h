@@ -495,6 +495,43 @@ typedef int (*ampc_cuda_adam_step_fn)(const ampc_adam_args *a,
                                       const ampc_optim_list *l);
 
 // ----------------------------------------------------------------------------
+// normalisation layers (cuda/norm.cu; Python side in csrc/nn_norm.c): the
+// kernels.h batch norm and layer norm slots on device memory.  Batch norm
+// runs a block per channel, which also updates that channel's running
+// statistics on the device (no host sync); layer norm a warp per row, its
+// weight and bias gradients summed per chunk of rows and folded in double
+// in a fixed order (deterministic).
+
+typedef int (*ampc_cuda_batch_norm_fwd_fn)(const ampc_batch_norm_shape *s,
+                                           ampc_dtype xdt, ampc_dtype pdt,
+                                           const void *x, const void *weight,
+                                           const void *bias,
+                                           void *running_mean,
+                                           void *running_var, float *mean,
+                                           float *invstd, void *y);
+typedef int (*ampc_cuda_batch_norm_bwd_fn)(const ampc_batch_norm_shape *s,
+                                           ampc_dtype xdt, ampc_dtype pdt,
+                                           const void *grad_y, const void *x,
+                                           const void *weight,
+                                           const float *mean,
+                                           const float *invstd, void *grad_x,
+                                           void *grad_weight,
+                                           void *grad_bias);
+typedef int (*ampc_cuda_layer_norm_fwd_fn)(const ampc_layer_norm_shape *s,
+                                           ampc_dtype xdt, ampc_dtype pdt,
+                                           const void *x, const void *weight,
+                                           const void *bias, float *mean,
+                                           float *rstd, void *y);
+typedef int (*ampc_cuda_layer_norm_bwd_fn)(const ampc_layer_norm_shape *s,
+                                           ampc_dtype xdt, ampc_dtype pdt,
+                                           const void *grad_y, const void *x,
+                                           const void *weight,
+                                           const float *mean,
+                                           const float *rstd, void *grad_x,
+                                           void *grad_weight,
+                                           void *grad_bias);
+
+// ----------------------------------------------------------------------------
 // the table: one slot per line of cuda_ops.def
 
 typedef struct {

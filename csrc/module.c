@@ -16,6 +16,8 @@
  *   nn_pool.c           max_pool2d and its backward
  *   nn_loss.c           nll_loss, cross_entropy, mse_loss and their
  *                       backward passes
+ *   nn_norm.c           batch_norm and layer_norm and their backward
+ *                       passes
  *   optim_ops.c         the fused SGD and Adam/AdamW steps (one parameter
  *                       or a list; optim_batch.c their shared checks)
  *   amp_ops.c           the fused AMP unscale-and-check, scale update and
@@ -468,6 +470,7 @@ extern PyMethodDef ampc_nn_pool_methods[];
 extern PyMethodDef ampc_nn_avg_pool_methods[];
 extern PyMethodDef ampc_nn_loss_methods[];
 extern PyMethodDef ampc_nn_mse_methods[];
+extern PyMethodDef ampc_nn_norm_methods[];
 extern PyMethodDef ampc_optim_methods[];
 extern PyMethodDef ampc_amp_methods[];
 extern PyMethodDef ampc_grad_norm_methods[];
@@ -495,7 +498,7 @@ join_functions(void)
                                    ampc_nn_pool_methods,
                                    ampc_nn_avg_pool_methods,
                                    ampc_nn_loss_methods,
-                                   ampc_nn_mse_methods,
+                                   ampc_nn_mse_methods, ampc_nn_norm_methods,
                                    ampc_optim_methods, ampc_amp_methods,
                                    ampc_grad_norm_methods,
                                    ampc_autocast_functions,

@@ -557,6 +557,83 @@ def nll_loss_backward(grad, logp, target, weight=None, reduction="mean",
 
 
 # ----------------------------------------------------------------------------
+# normalisation layers: batch norm over (N, *, C-th dim 1), layer norm over
+# trailing dims
+
+
+def _bn_dims(x):
+    return (0,) + tuple(range(2, x.ndim))
+
+
+def _bn_bcast(v, x):
+    return np.asarray(v, dtype=np.float64).reshape(
+        (1, x.shape[1]) + (1,) * (x.ndim - 2))
+
+
+def batch_norm(x, w, b, rm, rv, training, momentum, eps):
+    """(y, new_rm, new_rv, mean, invstd): y normalised by the batch's mean
+    and biased variance (training) or the running ones; the running
+    statistics move to the batch's mean and unbiased variance."""
+    dims = _bn_dims(x)
+    count = x.size // x.shape[1]
+    if training:
+        mean = x.mean(axis=dims)
+        var = x.var(axis=dims)
+        if rm is not None:
+            rm = (1 - momentum) * rm + momentum * mean
+            rv = (1 - momentum) * rv + momentum * var * count / (count - 1)
+    else:
+        mean, var = rm, rv
+    invstd = 1.0 / np.sqrt(var + eps)
+    y = (x - _bn_bcast(mean, x)) * _bn_bcast(invstd, x)
+    if w is not None:
+        y = y * _bn_bcast(w, x)
+    if b is not None:
+        y = y + _bn_bcast(b, x)
+    return y, rm, rv, mean, invstd
+
+
+def batch_norm_backward(g, x, w, mean, invstd, training):
+    """(grad_x, grad_w, grad_b) of batch_norm with the statistics used."""
+    dims = _bn_dims(x)
+    xhat = (x - _bn_bcast(mean, x)) * _bn_bcast(invstd, x)
+    gw = (g * xhat).sum(axis=dims)
+    gb = g.sum(axis=dims)
+    scale = _bn_bcast(invstd, x) * (1.0 if w is None else _bn_bcast(w, x))
+    if not training:
+        return g * scale, gw, gb
+    gx = scale * (g - g.mean(axis=dims, keepdims=True)
+                  - xhat * (g * xhat).mean(axis=dims, keepdims=True))
+    return gx, gw, gb
+
+
+def layer_norm(x, nd, w=None, b=None, eps=1e-5):
+    """(y, mean, rstd) over the last nd dims; mean and rstd per row."""
+    dims = tuple(range(x.ndim - nd, x.ndim))
+    mean = x.mean(axis=dims, keepdims=True)
+    rstd = 1.0 / np.sqrt(x.var(axis=dims, keepdims=True) + eps)
+    y = (x - mean) * rstd
+    if w is not None:
+        y = y * w
+    if b is not None:
+        y = y + b
+    return y, mean.reshape(-1), rstd.reshape(-1)
+
+
+def layer_norm_backward(g, x, nd, w=None, eps=1e-5):
+    """(grad_x, grad_w, grad_b) of layer_norm."""
+    dims = tuple(range(x.ndim - nd, x.ndim))
+    lead = tuple(range(x.ndim - nd))
+    mean = x.mean(axis=dims, keepdims=True)
+    rstd = 1.0 / np.sqrt(x.var(axis=dims, keepdims=True) + eps)
+    xhat = (x - mean) * rstd
+    gh = g if w is None else g * w
+    gx = rstd * (gh - gh.mean(axis=dims, keepdims=True)
+                 - xhat * (gh * xhat).mean(axis=dims, keepdims=True))
+    return gx, (g * xhat).sum(axis=lead), g.sum(axis=lead)
+
+
+# ----------------------------------------------------------------------------
 # AMP: the fused unscale-and-check, the scale update, gradient norms
 
 # smallest normal magnitude per float dtype (subnormal below it)

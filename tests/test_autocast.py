@@ -210,7 +210,7 @@ EXPECTED_POLICY = {
     "binary_cross_entropy_with_logits": ("fp32", "fp32"),
     "softmax": (None, "fp32"), "log_softmax": (None, "fp32"),
     "sum": (None, "fp32"), "exp": (None, "fp32"), "log": (None, "fp32"),
-    "pow": (None, "fp32"),
+    "pow": (None, "fp32"), "layer_norm": (None, "fp32"),
     "cat": ("promote", None), "stack": ("promote", None),
 }
 
@@ -256,6 +256,11 @@ def _op_cases():
         ("add mixed", lambda m, f, t: t["a"].half() + t["a"]),
         ("max_pool2d", lambda m, f, t: f.max_pool2d(
             f.conv2d(t["x"], t["w"], padding=1), 2)),
+        ("layer_norm", lambda m, f, t: f.layer_norm(
+            f.linear(t["a"], t["lw"]), (5,), m.ones(5), m.zeros(5))),
+        ("batch_norm", lambda m, f, t: f.batch_norm(
+            f.conv2d(t["x"], t["w"], padding=1), m.zeros(5), m.ones(5),
+            m.ones(5), m.zeros(5), training=True)),
     ]
 
 
@@ -265,6 +270,7 @@ EXPECTED_CPU_DTYPES = {
     "mse_loss": "float32", "softmax": "low", "log_softmax": "float16",
     "sum": "float16", "exp": "float16", "cat": "float32",
     "stack": "float32", "add mixed": "float32", "max_pool2d": "low",
+    "layer_norm": "low", "batch_norm": "low",
 }
 
 

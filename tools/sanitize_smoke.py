@@ -111,6 +111,19 @@ def nn_ops(dev):
          + F.nll_loss(F.log_softmax(z, dim=1), t, reduction="sum")
          + F.softmax(z, dim=0).sum()
          + F.mse_loss(z, z.detach() * 0.5)).float().backward()
+        # normalisation: narrow and wide planes, float32 parameters with a
+        # 16-bit input, running statistics, a row longer than a warp's pass
+        for shape in ((7, 5), (3, 5, 9, 11)):
+            xn = ampc.randn(*shape, device=dev).to(dt).requires_grad_()
+            c = shape[1]
+            wn = ampc.rand(c, device=dev).requires_grad_()
+            rm, rv = ampc.zeros(c, device=dev), ampc.ones(c, device=dev)
+            (F.batch_norm(xn, rm, rv, wn, wn * 0.5, training=True).float()
+             .pow(2).sum() + F.batch_norm(xn, rm, rv, wn).float().sum()
+             ).backward()
+        xl = ampc.randn(5, 1031, device=dev).to(dt).requires_grad_()
+        wl = ampc.rand(1031, device=dev).to(dt).requires_grad_()
+        F.layer_norm(xl, (1031,), wl, wl).float().pow(2).sum().backward()
 
 
 def linalg(dev):

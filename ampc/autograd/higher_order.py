@@ -59,8 +59,8 @@ def graph_backward(node, g):
         "in-place writes, matmul, linear, conv2d (with a fused ReLU and "
         "max-pool too), max_pool2d, avg_pool2d, adaptive_avg_pool2d, "
         "dropout, softmax, log_softmax, "
-        "nll_loss, cross_entropy, binary_cross_entropy_with_logits and "
-        "mse_loss")
+        "nll_loss, cross_entropy, binary_cross_entropy_with_logits, "
+        "mse_loss, batch_norm and layer_norm")
 
 
 def _saved_output(node, t):
@@ -615,6 +615,7 @@ def _mse_loss(node, g):
 def _make_formulas():
     from ..nn import _activations, _avg_pool, _embedding
     from ..nn import _losses as L
+    from ..nn import _norm as N
     from ..nn import functional as F
     from ..nn.modules._backward_hooks import BackwardHookFunction
     from .._tensor_stats import Norm, SafeSqrt, norm_grad, safe_sqrt_grad
@@ -656,6 +657,8 @@ def _make_formulas():
                                          node.dims, node.keepdim),
                                None, None, None),
         SafeSqrt: lambda node, g: safe_sqrt_grad(node.saved_tensors[0], g),
+        N._BatchNorm: N.batch_norm_graph_grads,
+        N._LayerNorm: N.layer_norm_graph_grads,
         **_writes.formulas(),
         **_avg_pool.formulas(),
         **_activations.formulas(),

@@ -30,12 +30,13 @@ from ._bce import binary_cross_entropy_with_logits
 from ._embedding import embedding
 from ._encoding import one_hot
 from ._losses import cross_entropy, mse_loss, nll_loss
+from ._norm import batch_norm, layer_norm
 
 __all__ = [
     "linear", "conv2d", "relu", "relu_", "max_pool2d", "dropout",
     "softmax", "log_softmax", "cross_entropy", "nll_loss", "mse_loss",
     "flatten", "one_hot", "sigmoid", "tanh",
-    "binary_cross_entropy_with_logits",
+    "binary_cross_entropy_with_logits", "batch_norm", "layer_norm",
 ]
 
 

@@ -369,4 +369,68 @@ void ampc_adam_step_avx512(const ampc_adam_args *a, ampc_dtype dt, int64_t n,
                            void *param, void *grad, void *exp_avg,
                            void *exp_avg_sq, void *max_exp_avg_sq);
 
+// ----------------------------------------------------------------------------
+// normalisation layers (bodies: cpu/norm_loops.h)
+
+int ampc_batch_norm_fwd_ref(const ampc_batch_norm_shape *s, ampc_dtype xdt,
+                            ampc_dtype pdt, const void *x, const void *weight,
+                            const void *bias, void *running_mean,
+                            void *running_var, float *mean, float *invstd,
+                            void *y);
+int ampc_batch_norm_bwd_ref(const ampc_batch_norm_shape *s, ampc_dtype xdt,
+                            ampc_dtype pdt, const void *grad_y, const void *x,
+                            const void *weight, const float *mean,
+                            const float *invstd, void *grad_x,
+                            void *grad_weight, void *grad_bias);
+int ampc_layer_norm_fwd_ref(const ampc_layer_norm_shape *s, ampc_dtype xdt,
+                            ampc_dtype pdt, const void *x, const void *weight,
+                            const void *bias, float *mean, float *rstd,
+                            void *y);
+int ampc_layer_norm_bwd_ref(const ampc_layer_norm_shape *s, ampc_dtype xdt,
+                            ampc_dtype pdt, const void *grad_y, const void *x,
+                            const void *weight, const float *mean,
+                            const float *rstd, void *grad_x, void *grad_weight,
+                            void *grad_bias);
+
+int ampc_batch_norm_fwd_avx2(const ampc_batch_norm_shape *s, ampc_dtype xdt,
+                             ampc_dtype pdt, const void *x, const void *weight,
+                             const void *bias, void *running_mean,
+                             void *running_var, float *mean, float *invstd,
+                             void *y);
+int ampc_batch_norm_bwd_avx2(const ampc_batch_norm_shape *s, ampc_dtype xdt,
+                             ampc_dtype pdt, const void *grad_y, const void *x,
+                             const void *weight, const float *mean,
+                             const float *invstd, void *grad_x,
+                             void *grad_weight, void *grad_bias);
+int ampc_layer_norm_fwd_avx2(const ampc_layer_norm_shape *s, ampc_dtype xdt,
+                             ampc_dtype pdt, const void *x, const void *weight,
+                             const void *bias, float *mean, float *rstd,
+                             void *y);
+int ampc_layer_norm_bwd_avx2(const ampc_layer_norm_shape *s, ampc_dtype xdt,
+                             ampc_dtype pdt, const void *grad_y, const void *x,
+                             const void *weight, const float *mean,
+                             const float *rstd, void *grad_x,
+                             void *grad_weight, void *grad_bias);
+
+int ampc_batch_norm_fwd_avx512(const ampc_batch_norm_shape *s, ampc_dtype xdt,
+                               ampc_dtype pdt, const void *x,
+                               const void *weight, const void *bias,
+                               void *running_mean, void *running_var,
+                               float *mean, float *invstd, void *y);
+int ampc_batch_norm_bwd_avx512(const ampc_batch_norm_shape *s, ampc_dtype xdt,
+                               ampc_dtype pdt, const void *grad_y,
+                               const void *x, const void *weight,
+                               const float *mean, const float *invstd,
+                               void *grad_x, void *grad_weight,
+                               void *grad_bias);
+int ampc_layer_norm_fwd_avx512(const ampc_layer_norm_shape *s, ampc_dtype xdt,
+                               ampc_dtype pdt, const void *x,
+                               const void *weight, const void *bias,
+                               float *mean, float *rstd, void *y);
+int ampc_layer_norm_bwd_avx512(const ampc_layer_norm_shape *s, ampc_dtype xdt,
+                               ampc_dtype pdt, const void *grad_y,
+                               const void *x, const void *weight,
+                               const float *mean, const float *rstd,
+                               void *grad_x, void *grad_weight,
+                               void *grad_bias);
 #endif /* AMPC_CPU_CPU_H */

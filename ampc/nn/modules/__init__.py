@@ -10,6 +10,8 @@ from .pooling import AdaptiveAvgPool2d, AvgPool2d, MaxPool2d
 from .flatten import Flatten
 from .dropout import Dropout
 from .loss import CrossEntropyLoss, NLLLoss, MSELoss, BCEWithLogitsLoss
+from .batchnorm import BatchNorm1d, BatchNorm2d
+from .normalization import LayerNorm
 
 __all__ = [
     "Module", "Sequential", "ModuleList", "Linear", "Identity", "Embedding",
@@ -19,5 +21,5 @@ __all__ = [
     "AvgPool2d", "AdaptiveAvgPool2d",
     "Flatten", "Dropout",
     "CrossEntropyLoss", "NLLLoss", "MSELoss", "BCEWithLogitsLoss",
-    "_IncompatibleKeys",
+    "BatchNorm1d", "BatchNorm2d", "LayerNorm", "_IncompatibleKeys",
 ]

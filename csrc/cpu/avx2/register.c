@@ -60,6 +60,14 @@ ampc_register_cpu_avx2(ampc_kernel_table *t, const char **variant)
     variant[AMPC_SLOT_sgd_step] = "avx2";
     t->adam_step = ampc_adam_step_avx2;
     variant[AMPC_SLOT_adam_step] = "avx2";
+    t->batch_norm_fwd = ampc_batch_norm_fwd_avx2;
+    variant[AMPC_SLOT_batch_norm_fwd] = "avx2";
+    t->batch_norm_bwd = ampc_batch_norm_bwd_avx2;
+    variant[AMPC_SLOT_batch_norm_bwd] = "avx2";
+    t->layer_norm_fwd = ampc_layer_norm_fwd_avx2;
+    variant[AMPC_SLOT_layer_norm_fwd] = "avx2";
+    t->layer_norm_bwd = ampc_layer_norm_bwd_avx2;
+    variant[AMPC_SLOT_layer_norm_bwd] = "avx2";
 #else
     (void)t;
     (void)variant;

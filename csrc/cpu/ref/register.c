@@ -43,6 +43,10 @@ ampc_register_cpu_ref(ampc_kernel_table *t, const char **variant)
     t->masked_scale = ampc_masked_scale_ref;
     t->sgd_step = ampc_sgd_step_ref;
     t->adam_step = ampc_adam_step_ref;
+    t->batch_norm_fwd = ampc_batch_norm_fwd_ref;
+    t->batch_norm_bwd = ampc_batch_norm_bwd_ref;
+    t->layer_norm_fwd = ampc_layer_norm_fwd_ref;
+    t->layer_norm_bwd = ampc_layer_norm_bwd_ref;
     for (int s = 0; s < AMPC_NUM_SLOTS; s++) {
         variant[s] = "ref";
     }
