@@ -34,7 +34,8 @@ ampc_scatter_identity_f32(ampc_scatter_op op)
 }
 
 /* acc op v.  amax/amin as PyTorch's kernels: a NaN value replaces acc, a
- * NaN acc stays, and a tie keeps acc (so +0 stays +0 against -0). */
+ * NaN acc stays, and a tie keeps acc (so +0 stays +0 against -0).  Both
+ * tests are always evaluated (no branch on the data: a select). */
 AMPC_HOST_DEVICE float
 ampc_scatter_combine_f32(ampc_scatter_op op, float acc, float v)
 {
@@ -42,9 +43,9 @@ ampc_scatter_combine_f32(ampc_scatter_op op, float acc, float v)
     case AMPC_SCATTER_PROD:
         return AMPC_MUL(acc, v);
     case AMPC_SCATTER_AMAX:
-        return (v > acc || v != v) ? v : acc;
+        return ((v > acc) | (v != v)) ? v : acc;
     case AMPC_SCATTER_AMIN:
-        return (v < acc || v != v) ? v : acc;
+        return ((v < acc) | (v != v)) ? v : acc;
     default:
         return AMPC_ADD(acc, v);
     }
