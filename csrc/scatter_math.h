@@ -34,8 +34,7 @@ ampc_scatter_identity_f32(ampc_scatter_op op)
 }
 
 /* acc op v.  amax/amin as PyTorch's kernels: a NaN value replaces acc, a
- * NaN acc stays, and a tie keeps acc (so +0 stays +0 against -0).  Both
- * tests are always evaluated (no branch on the data: a select). */
+ * NaN acc stays, and a tie keeps acc (so +0 stays +0 against -0). */
 AMPC_HOST_DEVICE float
 ampc_scatter_combine_f32(ampc_scatter_op op, float acc, float v)
 {

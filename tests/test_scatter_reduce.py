@@ -241,10 +241,10 @@ def test_layouts_and_the_thread_split_keep_index_order(device):
 
 @pytest.mark.parametrize("dtype", ["float32", "int64"])
 def test_results_do_not_depend_on_the_thread_count(dtype):
-    """Every mode on the CPU's splits (a 1-D index sorted into buckets by
-    destination, an expanded index over short rows bucketed too, wide rows
-    cut into pieces, slices) gives the same bits on 1 and 5 threads, and
-    the NumPy loop's values."""
+    """Every mode, on each way the CPU splits the work (none for a 1-D
+    index or an expanded one over short rows; wide rows cut into pieces;
+    slices), gives the same bits on 1 and 5 threads, and the NumPy loop's
+    values."""
     rng = np.random.default_rng(9)
     n = 12000
     rows = rng.integers(0, 500, n)

@@ -4,14 +4,16 @@
  *
  * An element of t is reached only from the index positions that share its
  * coordinates outside dim (its slice), so threads take whole slices, or
- * pieces of them along another dim.  A single slice (a 1-D scatter) is
- * split by destination instead: its index steps are sorted, stably, into
- * buckets of positions along dim, and each bucket is run by one thread.
- * Either way no two threads write one element, and each element receives
- * its values in index order, as a single thread would give them.
+ * pieces of them along another dim: no two threads write one element, and
+ * each element receives its values in index order, as a single thread
+ * would give them.  A single slice that cannot be cut (a 1-D scatter) runs
+ * on one thread.
+ *
+ * NOTE: splitting a 1-D scatter by destination (a stable sort of its steps
+ * into buckets of positions, one thread a bucket) was tried and measured
+ * on 2 cores: its three passes cost more than the second core saved.
  */
 #include <omp.h>
-#include <stdlib.h>
 
 #include "cpu/cpu.h"
 #include "scatter_math.h"
@@ -23,8 +25,6 @@
  * at least SCATTER_LINE when runs are cut finer for the threads. */
 #define SCATTER_RUN 512
 #define SCATTER_LINE 16
-/* Buckets per thread of a bucketed slice (uneven indices even out). */
-#define SCATTER_BUCKETS 4
 
 /* The work is a list of items: an item is one value of the "outer" dims
  * (those other than dim and the run dim) and a chunk of the run dim.  The
@@ -132,43 +132,33 @@ count_run(int64_t *restrict cnt, int64_t cs, int64_t n)
 DEFINE_ROWS(float, f32)
 DEFINE_ROWS(int64_t, i64)
 
-/* BODY for each run that index steps k0..k1 reach (step k is index step
- * J, an expression of k), with j (the step), p (the position along dim),
- * x (the run's first element) and n (its length) set.  n is the constant
- * 1 unless the index is the same along the run, so that the one-element
- * loops fold away: a random update is then a handful of instructions, and
- * many of them (each a likely cache miss) fit in flight at once. */
-#define FOR_RUNS(J, BODY)                                                   \
+/* BODY for each run that the index steps of an item reach, with j (the
+ * step), p (the position along dim), x (the run's first element) and n
+ * (its length) set.  n is the constant 1 unless the index is the same
+ * along the run, so that the one-element loops fold away: a random update
+ * is then a handful of instructions, and many of them (each a likely cache
+ * miss) fit in flight at once. */
+#define FOR_RUNS(BODY)                                                      \
     if (run < 0) {                                                          \
-        for (int64_t k = k0; k < k1; k++) {                                 \
-            const int64_t j = (J), x = 0, n = 1, p = ix[j * id];            \
+        for (int64_t j = 0; j < len; j++) {                                 \
+            const int64_t x = 0, n = 1, p = ix[j * id];                     \
             BODY                                                            \
         }                                                                   \
     }                                                                       \
     else if (ir == 0) {                                                     \
-        for (int64_t k = k0; k < k1; k++) {                                 \
-            const int64_t j = (J), x = sp->x0, n = sp->x1 - sp->x0;         \
-            const int64_t p = ix[j * id];                                   \
+        for (int64_t j = 0; j < len; j++) {                                 \
+            const int64_t x = sp.x0, n = sp.x1 - sp.x0, p = ix[j * id];     \
             BODY                                                            \
         }                                                                   \
     }                                                                       \
     else {                                                                  \
-        for (int64_t k = k0; k < k1; k++) {                                 \
-            const int64_t j = (J), n = 1;                                   \
-            for (int64_t x = sp->x0; x < sp->x1; x++) {                     \
+        for (int64_t j = 0; j < len; j++) {                                 \
+            const int64_t n = 1;                                            \
+            for (int64_t x = sp.x0; x < sp.x1; x++) {                       \
                 const int64_t p = ix[j * id + x * ir];                      \
                 BODY                                                        \
             }                                                               \
         }                                                                   \
-    }
-
-/* BODY over steps k0..k1, or over steps perm[k0..k1] */
-#define FOR_STEPS(BODY)                                                     \
-    if (perm == NULL) {                                                     \
-        FOR_RUNS(k, BODY)                                                   \
-    }                                                                       \
-    else {                                                                  \
-        FOR_RUNS(perm[k], BODY)                                             \
     }
 
 #define FILL_BODY(SFX) fill_##SFX(t + p * td + x * tr, tr, n, first);
@@ -183,24 +173,22 @@ DEFINE_ROWS(int64_t, i64)
     divide_##SFX(t + p * td + x * tr, tr, cnt + p * cd + x * cr, cr, n,     \
                  g->include_self);
 
-/* steps_<T>(c, sp, OP, perm, k0, k1): the passes of index steps k0..k1 of
- * the item at sp (steps perm[k] when perm is not NULL) for elements of
- * type T; always inlined with a constant OP, so each op gets its own
- * loops.  The first pass (include_self false) starts the scattered
- * elements from the identity, the second combines, the third (mean)
- * divides. */
-#define DEFINE_STEPS(T, SFX)                                                \
+/* item_<T>(c, q, OP): the passes of item q for elements of type T; always
+ * inlined with a constant OP, so each op gets its own loops.  The first
+ * pass (include_self false) starts the scattered elements from the
+ * identity, the second combines, the third (mean) divides. */
+#define DEFINE_ITEM(T, SFX)                                                 \
     static inline AMPC_ALWAYS_INLINE void                                   \
-    steps_##SFX(const scatter_ctx *c, const item_span *sp,                  \
-                ampc_scatter_op OP, const int64_t *perm, int64_t k0,        \
-                int64_t k1)                                                 \
+    item_##SFX(const scatter_ctx *c, int64_t q, ampc_scatter_op OP)         \
     {                                                                       \
         const ampc_scatter_geom *g = c->g;                                  \
-        T *t = (T *)c->t + sp->t;                                           \
-        const T *s = (const T *)c->src + sp->s;                             \
-        const int64_t *ix = c->idx + sp->i;                                 \
-        int64_t *cnt = OP == AMPC_SCATTER_MEAN ? c->cnt + sp->c : NULL;     \
+        item_span sp = span_of(c, q);                                       \
+        T *t = (T *)c->t + sp.t;                                            \
+        const T *s = (const T *)c->src + sp.s;                              \
+        const int64_t *ix = c->idx + sp.i;                                  \
+        int64_t *cnt = OP == AMPC_SCATTER_MEAN ? c->cnt + sp.c : NULL;      \
         int dim = g->dim, run = c->run;                                     \
+        int64_t len = g->size[dim];                                         \
         int64_t td = g->t_stride[dim], id = g->i_stride[dim];               \
         int64_t sd = g->s_stride[dim], cd = g->c_stride[dim];               \
         int64_t tr = run < 0 ? 0 : g->t_stride[run];                        \
@@ -209,16 +197,16 @@ DEFINE_ROWS(int64_t, i64)
         int64_t cr = run < 0 ? 0 : g->c_stride[run];                        \
         if (!g->include_self) {                                             \
             T first = ampc_scatter_identity_##SFX(OP);                      \
-            FOR_STEPS(FILL_BODY(SFX))                                       \
+            FOR_RUNS(FILL_BODY(SFX))                                        \
         }                                                                   \
-        FOR_STEPS(COMBINE_BODY(SFX))                                        \
+        FOR_RUNS(COMBINE_BODY(SFX))                                         \
         if (OP == AMPC_SCATTER_MEAN) {                                      \
-            FOR_STEPS(DIVIDE_BODY(SFX))                                     \
+            FOR_RUNS(DIVIDE_BODY(SFX))                                      \
         }                                                                   \
     }
 
-DEFINE_STEPS(float, f32)
-DEFINE_STEPS(int64_t, i64)
+DEFINE_ITEM(float, f32)
+DEFINE_ITEM(int64_t, i64)
 
 /* SWITCH_OP(op, CALL, SFX): CALL(SFX, OP) with OP the constant of op, so
  * that each op's loops are compiled on their own. */
@@ -233,132 +221,20 @@ DEFINE_STEPS(int64_t, i64)
 
 #define ITEMS(SFX, OP)                                                      \
     for (int64_t q = b; q < e; q++) {                                       \
-        item_span sp = span_of(c, q);                                       \
-        steps_##SFX(c, &sp, OP, NULL, 0, c->g->size[c->g->dim]);            \
+        item_##SFX(c, q, OP);                                               \
     }
 
-/* item_range_<T>: items [b, e) */
-#define DEFINE_ITEM_RANGE(SFX)                                              \
+/* range_<T>: items [b, e) */
+#define DEFINE_RANGE(SFX)                                                   \
     static void                                                             \
-    item_range_##SFX(void *ctx, int64_t b, int64_t e)                       \
+    range_##SFX(void *ctx, int64_t b, int64_t e)                            \
     {                                                                       \
         const scatter_ctx *c = ctx;                                         \
         SWITCH_OP(c->op, ITEMS, SFX)                                        \
     }
 
-DEFINE_ITEM_RANGE(f32)
-DEFINE_ITEM_RANGE(i64)
-
-// ----------------------------------------------------------------------------
-// one slice, bucketed by destination
-
-typedef struct {
-    const scatter_ctx *c;
-    item_span sp;                   /* the one item */
-    int64_t len;                    /* its index steps */
-    int shift;                      /* a bucket: 2^shift positions */
-    int64_t nb;                     /* buckets */
-    int64_t nchunks;                /* step chunks of the sorting passes */
-    int64_t *hist;                  /* [chunk][bucket]: counts, then where
-                                     * the chunk's next step goes */
-    int64_t *start;                 /* [bucket + 1]: each bucket's steps */
-    int64_t *perm;                  /* steps, bucket after bucket, in index
-                                     * order within one */
-} bucket_ctx;
-
-/* The bucket of index step j (a shift: no division per step). */
-static inline int64_t
-bucket_of(const bucket_ctx *bc, int64_t j)
-{
-    const ampc_scatter_geom *g = bc->c->g;
-    return bc->c->idx[bc->sp.i + j * g->i_stride[g->dim]] >> bc->shift;
-}
-
-static void
-count_chunks(void *ctx, int64_t b, int64_t e)
-{
-    const bucket_ctx *bc = ctx;
-    for (int64_t k = b; k < e; k++) {
-        int64_t *h = bc->hist + k * bc->nb;
-        int64_t j1 = bc->len * (k + 1) / bc->nchunks;
-        for (int64_t j = bc->len * k / bc->nchunks; j < j1; j++) {
-            h[bucket_of(bc, j)]++;
-        }
-    }
-}
-
-static void
-sort_chunks(void *ctx, int64_t b, int64_t e)
-{
-    const bucket_ctx *bc = ctx;
-    for (int64_t k = b; k < e; k++) {
-        int64_t *h = bc->hist + k * bc->nb;
-        int64_t j1 = bc->len * (k + 1) / bc->nchunks;
-        for (int64_t j = bc->len * k / bc->nchunks; j < j1; j++) {
-            bc->perm[h[bucket_of(bc, j)]++] = j;
-        }
-    }
-}
-
-#define BUCKETS(SFX, OP)                                                    \
-    for (int64_t k = b; k < e; k++) {                                       \
-        steps_##SFX(bc->c, &bc->sp, OP, bc->perm, bc->start[k],             \
-                    bc->start[k + 1]);                                      \
-    }
-
-/* bucket_range_<T>: buckets [b, e) */
-#define DEFINE_BUCKET_RANGE(SFX)                                            \
-    static void                                                             \
-    bucket_range_##SFX(void *ctx, int64_t b, int64_t e)                     \
-    {                                                                       \
-        const bucket_ctx *bc = ctx;                                         \
-        SWITCH_OP(bc->c->op, BUCKETS, SFX)                                  \
-    }
-
-DEFINE_BUCKET_RANGE(f32)
-DEFINE_BUCKET_RANGE(i64)
-
-/* Runs the one item (whose runs each step reaches whole) bucketed: a
- * stable counting sort of its steps by bucket (per chunk of steps, in
- * parallel), then the buckets in parallel.  -1 (nothing done) when out of
- * memory. */
-static int
-bucketed(const scatter_ctx *c, ampc_dtype dt, int threads)
-{
-    const ampc_scatter_geom *g = c->g;
-    bucket_ctx bc = {.c = c, .sp = span_of(c, 0), .len = g->size[g->dim],
-                     .nchunks = threads};
-    while (((g->dim_size - 1) >> bc.shift) + 1 >
-           (int64_t)threads * SCATTER_BUCKETS) {
-        bc.shift++;
-    }
-    bc.nb = ((g->dim_size - 1) >> bc.shift) + 1;
-    size_t words = (size_t)(bc.nchunks * bc.nb + bc.nb + 1 + bc.len);
-    int64_t *mem = calloc(words, sizeof(int64_t));
-    if (mem == NULL) {
-        return -1;
-    }
-    bc.hist = mem;
-    bc.start = mem + bc.nchunks * bc.nb;
-    bc.perm = bc.start + bc.nb + 1;
-    ampc_parallel_for(bc.nchunks, 1, count_chunks, &bc);
-    int64_t at = 0;
-    for (int64_t k = 0; k < bc.nb; k++) {
-        bc.start[k] = at;
-        for (int64_t h = 0; h < bc.nchunks; h++) {
-            int64_t n = bc.hist[h * bc.nb + k];
-            bc.hist[h * bc.nb + k] = at;
-            at += n;
-        }
-    }
-    bc.start[bc.nb] = at;
-    ampc_parallel_for(bc.nchunks, 1, sort_chunks, &bc);
-    ampc_parallel_for(bc.nb, 1,
-                      dt == AMPC_INT64 ? bucket_range_i64 : bucket_range_f32,
-                      &bc);
-    free(mem);
-    return 0;
-}
+DEFINE_RANGE(f32)
+DEFINE_RANGE(i64)
 
 // ----------------------------------------------------------------------------
 
@@ -408,13 +284,11 @@ ampc_scatter_reduce_ref(const ampc_scatter_geom *g, ampc_dtype dt,
         slices *= g->size[c.outer[k]];
     }
     int64_t run_size = c.run < 0 ? 1 : g->size[c.run];
-    /* (> 0: the caller skips an empty index) */
     int64_t total = slices * run_size * g->size[g->dim];
     int threads = omp_in_parallel() ? 1 : omp_get_max_threads();
-    int split = total >= 2 * SCATTER_GRAIN && threads > 1;
     c.run_len = run_size < SCATTER_RUN ? run_size : SCATTER_RUN;
-    if (split && slices * ((run_size + c.run_len - 1) / c.run_len) <
-                     threads) {
+    if (total >= 2 * SCATTER_GRAIN &&
+        slices * ((run_size + c.run_len - 1) / c.run_len) < threads) {
         /* few slices: cut the runs finer (down to a cache line) */
         int64_t want = (threads + slices - 1) / slices;
         int64_t piece = (run_size + want - 1) / want;
@@ -422,15 +296,9 @@ ampc_scatter_reduce_ref(const ampc_scatter_geom *g, ampc_dtype dt,
                     : (run_size < SCATTER_LINE ? run_size : SCATTER_LINE);
     }
     c.chunks = (run_size + c.run_len - 1) / c.run_len;
-    int64_t items = slices * c.chunks;
-    if (split && items == 1 && (c.run < 0 || g->i_stride[c.run] == 0) &&
-        bucketed(&c, dt, threads) == 0) {
-        return;
-    }
-    /* items in parallel (one item not bucketed runs on one thread) */
-    int64_t work = g->size[g->dim] * c.run_len;     /* updates per item */
+    /* updates per item (> 0: the caller skips an empty index) */
+    int64_t work = g->size[g->dim] * c.run_len;
     int64_t grain = work >= SCATTER_GRAIN ? 1 : SCATTER_GRAIN / work;
-    ampc_parallel_for(items, grain,
-                      dt == AMPC_INT64 ? item_range_i64 : item_range_f32,
-                      &c);
+    ampc_parallel_for(slices * c.chunks, grain,
+                      dt == AMPC_INT64 ? range_i64 : range_f32, &c);
 }
