@@ -111,30 +111,39 @@ make_geom(ampc_scatter_geom *g, const AmpcTensorObject *t,
 }
 
 /* The CPU check: every index in [0, dim_size); 1 and the first (in
- * row-major order) that is not in *bad, else 0. */
+ * row-major order) that is not in *bad, else 0.  Only the dims along which
+ * the index changes are walked (an expanded index repeats its values). */
 static int
 first_bad_index(const ampc_scatter_geom *g, const int64_t *idx, int64_t *bad)
 {
-    int last = g->ndim - 1;
+    int64_t size[AMPC_MAX_DIMS] = {1}, stride[AMPC_MAX_DIMS] = {0};
+    int nd = 0;
+    for (int d = 0; d < g->ndim; d++) {
+        if (g->i_stride[d] != 0 && g->size[d] > 1) {
+            size[nd] = g->size[d];
+            stride[nd++] = g->i_stride[d];
+        }
+    }
+    int last = nd > 0 ? nd - 1 : 0;
     int64_t coord[AMPC_MAX_DIMS] = {0};
     int64_t rows = 1, off = 0;
     for (int d = 0; d < last; d++) {
-        rows *= g->size[d];
+        rows *= size[d];
     }
     for (int64_t r = 0; r < rows; r++) {
-        for (int64_t x = 0; x < g->size[last]; x++) {
-            int64_t p = idx[off + x * g->i_stride[last]];
+        for (int64_t x = 0; x < size[last]; x++) {
+            int64_t p = idx[off + x * stride[last]];
             if (p < 0 || p >= g->dim_size) {
                 *bad = p;
                 return 1;
             }
         }
         for (int d = last - 1; d >= 0; d--) {
-            off += g->i_stride[d];
-            if (++coord[d] < g->size[d]) {
+            off += stride[d];
+            if (++coord[d] < size[d]) {
                 break;
             }
-            off -= coord[d] * g->i_stride[d];
+            off -= coord[d] * stride[d];
             coord[d] = 0;
         }
     }
