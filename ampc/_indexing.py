@@ -429,27 +429,36 @@ def put(t, index, values, accumulate=False, name="index_put_", wrap=True):
     return plan.put(t, values, accumulate)
 
 
-def along_dim(fn, t, dim, index, src=None):
-    """(t, the index tuple) that pairs each element of ``index`` (an int64
-    tensor of t's ndim) with its position along ``dim`` and its own
-    coordinates elsewhere: gather's, and scatter's (``src``, if given,
-    must be no smaller than index in every dim); PyTorch's checks.  A 0-d
-    t comes back as a 1-element view; None for an empty index (PyTorch
-    checks nothing then)."""
+def _dims(t):
+    """t's shape, a 0-d tensor counted as one element in one dim (as
+    PyTorch's gather/scatter checks count it)."""
+    return tuple(t.shape) or (1,)
+
+
+def check_along_dim(fn, t, dim, index, src=None):
+    """PyTorch's checks of gather's and scatter's arguments: ``index`` an
+    int64 tensor of t's ndim, no larger than t outside ``dim`` and, for
+    scatter (``src`` given), of src's ndim and no larger than src.  Returns
+    the dim (wrapped), or None for an empty index (PyTorch checks no
+    shapes then)."""
     dim = _wrap_dim(fn, dim, t.ndim)
     if not isinstance(index, _TB) or index.dtype is not int64:
         raise RuntimeError(f"{fn}(): Expected dtype int64 for index")
     if index.numel() == 0:
         return None
-    if index.ndim != t.ndim:
+    ts, ix = _dims(t), _dims(index)
+    if len(ix) != len(ts):
         raise RuntimeError(
             f"{fn}(): Index tensor must have the same number of dimensions "
             f"as {'self' if src is not None else 'input'} tensor")
-    if t.ndim == 0:
-        return t.reshape(1), (index.reshape(1),)
-    for d in range(t.ndim):
-        small = (d == dim or index.shape[d] <= t.shape[d]) and (
-            src is None or index.shape[d] <= src.shape[d])
+    ss = None if src is None else _dims(src)
+    if ss is not None and len(ss) != len(ix):
+        raise RuntimeError(
+            f"{fn}(): Index tensor must have the same number of dimensions "
+            "as src tensor")
+    for d in range(len(ts)):
+        small = (d == dim or ix[d] <= ts[d]) and (
+            ss is None or ix[d] <= ss[d])
         if small:
             continue
         if src is None:
@@ -461,6 +470,19 @@ def along_dim(fn, t, dim, index, src=None):
             f"{fn}(): Expected index {list(index.shape)} to be no larger "
             f"than self {list(t.shape)} apart from dimension {dim} and to "
             f"be no larger size than src {list(src.shape)}")
+    return dim
+
+
+def along_dim(fn, t, dim, index, src=None):
+    """(t, the index tuple) that pairs each element of ``index`` with its
+    position along ``dim`` and its own coordinates elsewhere: gather's, and
+    scatter's, after ``check_along_dim``.  A 0-d t comes back as a
+    1-element view; None for an empty index."""
+    dim = check_along_dim(fn, t, dim, index, src)
+    if dim is None:
+        return None
+    if t.ndim == 0:
+        return t.reshape(1), (index.reshape(-1),)
     items = []
     for d in range(t.ndim):
         if d == dim:

@@ -225,6 +225,49 @@ typedef int (*ampc_nonzero_fn)(int ndim, const int64_t *shape, int64_t n,
                                const uint8_t *mask, int64_t *out);
 
 // ----------------------------------------------------------------------------
+// scatter_reduce (Python side: csrc/scatter_ops.c; the per-element rules:
+// scatter_math.h)
+
+typedef enum {
+    AMPC_SCATTER_SUM = 0,
+    AMPC_SCATTER_PROD,
+    AMPC_SCATTER_MEAN,
+    AMPC_SCATTER_AMAX,
+    AMPC_SCATTER_AMIN,
+    AMPC_NUM_SCATTER_OPS
+} ampc_scatter_op;
+
+/* t[..., idx[p], ...] (idx[p] replacing coordinate `dim` of p) op= src[p]
+ * for every position p of the index, whose shape is `size`; t, idx and src
+ * are strided (element strides), idx in [0, dim_size) (t's size along
+ * dim).  include_self == 0: every element of t that is scattered to starts
+ * from the op's identity instead of its value.  MEAN sums and counts each
+ * scattered element's values in `count` (int64 zeros of t's shape, strides
+ * c_stride), then divides (floor division for int64) by the count, plus
+ * one for t's own value with include_self. */
+typedef struct {
+    int ndim;                               /* >= 1 */
+    int dim;
+    int include_self;
+    int64_t dim_size;
+    int64_t size[AMPC_MAX_DIMS];
+    int64_t t_stride[AMPC_MAX_DIMS];
+    int64_t i_stride[AMPC_MAX_DIMS];
+    int64_t s_stride[AMPC_MAX_DIMS];
+    int64_t c_stride[AMPC_MAX_DIMS];        /* MEAN only */
+} ampc_scatter_geom;
+
+/* dt float32 or int64 (float16/bfloat16 are reduced in a float32 copy, bool
+ * in an int64 one); the index is not empty, and every index is in range
+ * (the caller checked).  Each element of t receives its values in the order
+ * of its positions along dim, so float results do not depend on the thread
+ * count. */
+typedef void (*ampc_scatter_reduce_fn)(const ampc_scatter_geom *g,
+                                       ampc_dtype dt, ampc_scatter_op op,
+                                       void *t, const int64_t *idx,
+                                       const void *src, int64_t *count);
+
+// ----------------------------------------------------------------------------
 // AMP: the fused unscale-and-check, the scale update, the gradient norm
 // (csrc/cpu/*/amp.c; Python side in csrc/amp_ops.c and csrc/grad_scaler.c)
 

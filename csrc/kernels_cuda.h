@@ -267,6 +267,15 @@ typedef int (*ampc_cuda_index_gather_fn)(const ampc_index_geom *g,
 typedef int (*ampc_cuda_index_put_fn)(const ampc_index_geom *g,
                                       ampc_dtype dt, int accumulate, void *t,
                                       const int64_t *idx, const void *v);
+/* kernels.h ampc_scatter_reduce_fn on device memory (cuda/scatter.cu): the
+ * values an element receives are combined by atomics (atomicAdd for sum
+ * and mean, a compare-and-swap loop for prod, amax and amin), in no set
+ * order; an index outside [0, dim_size) is skipped and reported
+ * (ampc_nn_error). */
+typedef int (*ampc_cuda_scatter_reduce_fn)(const ampc_scatter_geom *g,
+                                           ampc_dtype dt, ampc_scatter_op op,
+                                           void *t, const int64_t *idx,
+                                           const void *src, int64_t *count);
 /* nonzero in two steps around the one host read of the count:
  * nonzero_count splits the n bools at mask into tiles of AMPC_NONZERO_TILE
  * and writes each tile's first output row to offsets[0, tiles) and the

@@ -9,6 +9,7 @@
  *   numpy_interop.c     from_numpy, numpy(), tensor_from_array, bits helpers
  *   dispatch.c          the CPU kernel table, chosen once at import
  *   index_ops.c         advanced indexing's gather and put, nonzero
+ *   scatter_ops.c       scatter_reduce_ (sum, prod, mean, amax, amin)
  *   ops_unary.c         the unary element-wise ops
  *   linalg_ops.c        linear, matmul, conv2d and their backward passes
  *   nn_activation.c     relu_backward, softmax, dropout, each with its
@@ -460,6 +461,7 @@ extern PyMethodDef ampc_elementwise_methods[];
 extern PyMethodDef ampc_where_methods[];
 extern PyMethodDef ampc_reduce_methods[];
 extern PyMethodDef ampc_index_methods[];
+extern PyMethodDef ampc_scatter_methods[];
 extern PyMethodDef ampc_unary_methods[];
 extern PyMethodDef ampc_random_methods[];
 extern PyMethodDef ampc_numpy_functions[];
@@ -491,7 +493,8 @@ join_functions(void)
                                    ampc_elementwise_methods,
                                    ampc_where_methods,
                                    ampc_reduce_methods, ampc_random_methods,
-                                   ampc_index_methods, ampc_unary_methods,
+                                   ampc_index_methods, ampc_scatter_methods,
+                                   ampc_unary_methods,
                                    ampc_numpy_functions,
                                    ampc_linalg_methods, ampc_conv_methods,
                                    ampc_nn_activation_methods,

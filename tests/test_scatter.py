@@ -113,7 +113,7 @@ def test_errors_name_the_problem():
                                          r"3"):
         x.scatter(0, ampc.tensor([[5]]), 1.0)
     with pytest.raises(RuntimeError, match="reduce argument"):
-        x.scatter(0, idx, 1.0, reduce="multiply")
+        x.scatter(0, idx, 1.0, reduce="max")
     with pytest.raises(RuntimeError, match="source tensor shape must match"):
         x.index_add_(0, ampc.tensor([0]), ampc.ones(2, 5))
     with pytest.raises(RuntimeError, match="Expected a long tensor"):

@@ -65,6 +65,7 @@ from .inplace import (  # noqa: F401
 from .indexing import (  # noqa: F401
     IndexAdd, IndexGather, IndexPut, IndexScatterAdd,
 )
+from .scatter import DelayedError, ScatterReduce  # noqa: F401
 
 __all__ = [
     "Function", "backward", "grad", "no_grad", "enable_grad",

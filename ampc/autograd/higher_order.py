@@ -26,6 +26,7 @@ from .. import _C
 from . import functions as _fn
 from . import indexing as _idx
 from . import reductions as _red
+from . import scatter as _scatter
 from . import higher_order_writes as _writes
 from . import views as _views
 from .function import Function, _dev_str
@@ -56,6 +57,7 @@ def graph_backward(node, g):
         "and device moves, "
         "sum, mean, max, min, norm, cat, stack, views (reshape, view, flatten, transpose, "
         "permute, expand, squeeze, unsqueeze, contiguous), indexing, "
+        "scatter_reduce, "
         "in-place writes, matmul, linear, conv2d (with a fused ReLU and "
         "max-pool too), max_pool2d, avg_pool2d, adaptive_avg_pool2d, "
         "dropout, softmax, log_softmax, "
@@ -663,4 +665,5 @@ def _make_formulas():
         **_avg_pool.formulas(),
         **_activations.formulas(),
         **_embedding.formulas(),
+        **_scatter.formulas(),
     }

@@ -133,6 +133,10 @@ int ampc_index_gather_ref(const ampc_index_geom *g, size_t es, const void *t,
 int ampc_index_put_ref(const ampc_index_geom *g, ampc_dtype dt,
                        int accumulate, void *t, const int64_t *idx,
                        const void *v);
+void ampc_scatter_reduce_ref(const ampc_scatter_geom *g, ampc_dtype dt,
+                             ampc_scatter_op op, void *t,
+                             const int64_t *idx, const void *src,
+                             int64_t *count);
 int64_t ampc_count_true_ref(int64_t n, const uint8_t *mask);
 int ampc_nonzero_ref(int ndim, const int64_t *shape, int64_t n,
                      const uint8_t *mask, int64_t *out);

@@ -1,6 +1,8 @@
 /* loops.h - the element-wise loops of every CPU level (reduce_loops.h has
- * the reductions, built on these), written once in portable C.  Each level calls them from a function tagged with its
- * target (cpu.h), so they are inlined there and auto-vectorised for that ISA;
+ * the reductions, built on these; blocks.h the loads and stores), written
+ * once in portable C.  Each level calls them from a function tagged with
+ * its target (cpu.h), so they are inlined there and auto-vectorised for
+ * that ISA;
  * float16/bfloat16 runs go through the level's converters.  The results are
  * therefore the same bits at every level, reductions included (except which
  * payload a NaN + NaN returns: x86 keeps the first operand's, and a compiler
@@ -18,12 +20,12 @@
 #include <string.h>
 
 #include "amp_math.h"
+#include "cpu/blocks.h"
 #include "cpu/cpu.h"
 #include "activation_math.h"
 #include "elementwise_math.h"
 #include "kernels.h"
 
-#define AMPC_BLOCK 512              /* elements per element-wise block */
 #define AMPC_RED_LANES 64           /* independent float32 partial sums */
 /* No float32 partial sum adds more than AMPC_RED_LANES terms before it is
  * folded into a double, which keeps long sums accurate. */
@@ -42,161 +44,6 @@ ampc_at(const void *p, int64_t i, int64_t s, size_t es)
 
 /* The one-value rules (maximum, minimum, relu, sign, int64 wrapping,
  * conversions) are in elementwise_math.h, shared with the CUDA kernels. */
-
-// ----------------------------------------------------------------------------
-// blocks: one operand's run of n elements in a compute type (buffers hold n)
-
-/* As float32: a pointer straight into a contiguous float32 operand, else
- * `buf` filled (strided 16-bit runs are gathered into `tmp` first). */
-static AMPC_ALWAYS_INLINE const float *
-ampc_load_block_f32(const ampc_converters *cv, ampc_dtype dt, const void *p,
-                    int64_t s, int64_t n, float *buf, uint16_t *tmp)
-{
-    int64_t i;
-    switch (dt) {
-    case AMPC_FLOAT32:
-        if (s == 1) {
-            return (const float *)p;
-        }
-        for (i = 0; i < n; i++) {
-            buf[i] = ((const float *)p)[i * s];
-        }
-        return buf;
-    case AMPC_FLOAT16:
-    case AMPC_BFLOAT16: {
-        const uint16_t *h = (const uint16_t *)p;
-        if (s != 1) {
-            for (i = 0; i < n; i++) {
-                tmp[i] = h[i * s];
-            }
-            h = tmp;
-        }
-        if (dt == AMPC_FLOAT16) {
-            cv->f16_to_f32(n, h, buf);
-        }
-        else {
-            cv->bf16_to_f32(n, h, buf);
-        }
-        return buf;
-    }
-    case AMPC_INT64:
-        for (i = 0; i < n; i++) {
-            buf[i] = (float)((const int64_t *)p)[i * s];
-        }
-        return buf;
-    default:
-        for (i = 0; i < n; i++) {
-            buf[i] = ((const uint8_t *)p)[i * s] != 0;
-        }
-        return buf;
-    }
-}
-
-/* Narrows float32 f[0:n] into dt at p (stride s), rounding once. */
-static AMPC_ALWAYS_INLINE void
-ampc_store_block_f32(const ampc_converters *cv, ampc_dtype dt,
-                     const float *f, int64_t n, void *p, int64_t s,
-                     uint16_t *tmp)
-{
-    int64_t i;
-    switch (dt) {
-    case AMPC_FLOAT32:
-        if (s == 1) {
-            if ((float *)p != f) {
-                memmove(p, f, (size_t)n * sizeof(float));
-            }
-            return;
-        }
-        for (i = 0; i < n; i++) {
-            ((float *)p)[i * s] = f[i];
-        }
-        return;
-    case AMPC_FLOAT16:
-    case AMPC_BFLOAT16: {
-        uint16_t *h = s == 1 ? (uint16_t *)p : tmp;
-        if (dt == AMPC_FLOAT16) {
-            cv->f32_to_f16(n, f, h);
-        }
-        else {
-            cv->f32_to_bf16(n, f, h);
-        }
-        if (s != 1) {
-            for (i = 0; i < n; i++) {
-                ((uint16_t *)p)[i * s] = tmp[i];
-            }
-        }
-        return;
-    }
-    case AMPC_INT64:
-        for (i = 0; i < n; i++) {
-            ((int64_t *)p)[i * s] = ampc_f32_to_i64(f[i]);
-        }
-        return;
-    default:
-        for (i = 0; i < n; i++) {
-            ((uint8_t *)p)[i * s] = f[i] != 0.0f;
-        }
-        return;
-    }
-}
-
-/* As int64 (bool reads as 0/1): in place when contiguous int64. */
-static AMPC_ALWAYS_INLINE const int64_t *
-ampc_load_block_i64(ampc_dtype dt, const void *p, int64_t s, int64_t n,
-                    int64_t *buf)
-{
-    int64_t i;
-    if (dt == AMPC_INT64) {
-        if (s == 1) {
-            return (const int64_t *)p;
-        }
-        for (i = 0; i < n; i++) {
-            buf[i] = ((const int64_t *)p)[i * s];
-        }
-        return buf;
-    }
-    for (i = 0; i < n; i++) {
-        buf[i] = ((const uint8_t *)p)[i * s] != 0;
-    }
-    return buf;
-}
-
-/* Raw bool bytes (any nonzero byte is true): in place when contiguous. */
-static AMPC_ALWAYS_INLINE const uint8_t *
-ampc_load_block_u8(const void *p, int64_t s, int64_t n, uint8_t *buf)
-{
-    if (s == 1) {
-        return (const uint8_t *)p;
-    }
-    for (int64_t i = 0; i < n; i++) {
-        buf[i] = ((const uint8_t *)p)[i * s];
-    }
-    return buf;
-}
-
-/* Copies a computed block to a strided output (contiguous outputs are
- * computed in place and need no copy). */
-static AMPC_ALWAYS_INLINE void
-ampc_scatter_i64(const int64_t *src, int64_t n, void *p, int64_t s)
-{
-    for (int64_t i = 0; i < n; i++) {
-        ((int64_t *)p)[i * s] = src[i];
-    }
-}
-
-static AMPC_ALWAYS_INLINE void
-ampc_scatter_u8(const uint8_t *src, int64_t n, void *p, int64_t s)
-{
-    for (int64_t i = 0; i < n; i++) {
-        ((uint8_t *)p)[i * s] = src[i];
-    }
-}
-
-static inline int64_t
-ampc_block_len(int64_t n, int64_t i)
-{
-    return n - i < AMPC_BLOCK ? n - i : AMPC_BLOCK;
-}
 
 // ----------------------------------------------------------------------------
 // compute loops on contiguous blocks (the part that vectorises)

@@ -15,6 +15,7 @@ ampc_register_cpu_ref(ampc_kernel_table *t, const char **variant)
     t->arange = ampc_arange_ref;
     t->index_gather = ampc_index_gather_ref;
     t->index_put = ampc_index_put_ref;
+    t->scatter_reduce = ampc_scatter_reduce_ref;
     t->count_true = ampc_count_true_ref;
     t->nonzero = ampc_nonzero_ref;
     t->where = ampc_where_ref;
