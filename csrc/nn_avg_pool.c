@@ -37,14 +37,7 @@ avg_geometry(const char *fn, PyObject *k_obj, PyObject *s_obj,
          ampc_nn_parse_pair(fn, "padding", p_obj, pad) < 0)) {
         return -1;
     }
-    /* stride None or () means the kernel size, as in torch */
-    if (s_obj == NULL || s_obj == Py_None ||
-        ((PyTuple_Check(s_obj) || PyList_Check(s_obj)) &&
-         PySequence_Size(s_obj) == 0)) {
-        st[0] = k[0];
-        st[1] = k[1];
-    }
-    else if (ampc_nn_parse_pair(fn, "stride", s_obj, st) < 0) {
+    if (ampc_nn_parse_stride(fn, s_obj, k, st) < 0) {
         return -1;
     }
     s->divisor_override = 0;

@@ -41,6 +41,9 @@ int ampc_nn_parse_pair(const char *fn, const char *arg, PyObject *obj,
  * ceil-mode window must start inside the input or its left padding. */
 int64_t ampc_nn_pool_out_size(int64_t in, int64_t k, int64_t pad,
                               int64_t stride, int64_t dil, int ceil_mode);
+/* A pooling's stride: None (or NULL) or () means the kernel size k. */
+int ampc_nn_parse_stride(const char *fn, PyObject *obj, const int64_t k[2],
+                         int64_t st[2]);
 /* A pooling's input: 3-D (C, H, W) or 4-D (N, C, H, W), C, H, W >= 1. */
 int ampc_nn_pool_input_check(const char *fn, int nd, const int64_t *shape);
 /* torch's checks of a pooling's kernel_size, stride, padding and dilation

@@ -65,6 +65,21 @@ ampc_nn_pool_out_size(int64_t in, int64_t k, int64_t pad, int64_t stride,
 }
 
 int
+ampc_nn_parse_stride(const char *fn, PyObject *obj, const int64_t k[2],
+                     int64_t st[2])
+{
+    /* None (or absent) or () means the kernel size, as in torch */
+    if (obj == NULL || obj == Py_None ||
+        ((PyTuple_Check(obj) || PyList_Check(obj)) &&
+         PySequence_Size(obj) == 0)) {
+        st[0] = k[0];
+        st[1] = k[1];
+        return 0;
+    }
+    return ampc_nn_parse_pair(fn, "stride", obj, st);
+}
+
+int
 ampc_nn_pool_input_check(const char *fn, int nd, const int64_t *shape)
 {
     if ((nd != 3 && nd != 4) || shape[nd - 1] == 0 || shape[nd - 2] == 0 ||
@@ -141,14 +156,7 @@ op_max_pool2d(PyObject *module, PyObject *args, PyObject *kwds)
          ampc_nn_parse_pair(fn, "dilation", d_obj, dil) < 0)) {
         return NULL;
     }
-    /* stride None or () means the kernel size, as in torch */
-    if (s_obj == Py_None ||
-        ((PyTuple_Check(s_obj) || PyList_Check(s_obj)) &&
-         PySequence_Size(s_obj) == 0)) {
-        st[0] = k[0];
-        st[1] = k[1];
-    }
-    else if (ampc_nn_parse_pair(fn, "stride", s_obj, st) < 0) {
+    if (ampc_nn_parse_stride(fn, s_obj, k, st) < 0) {
         return NULL;
     }
     int nd = x->ndim;
@@ -264,11 +272,7 @@ parse_pool_geometry(const char *fn, PyObject *k_obj, PyObject *s_obj,
          ampc_nn_parse_pair(fn, "dilation", d_obj, dil) < 0)) {
         return -1;
     }
-    if (s_obj == Py_None) {
-        st[0] = k[0];
-        st[1] = k[1];
-    }
-    else if (ampc_nn_parse_pair(fn, "stride", s_obj, st) < 0) {
+    if (ampc_nn_parse_stride(fn, s_obj, k, st) < 0) {
         return -1;
     }
     if (k[0] <= 0 || k[1] <= 0 || st[0] <= 0 || st[1] <= 0 || dil[0] <= 0 ||
