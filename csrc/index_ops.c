@@ -158,23 +158,6 @@ make_geom(ampc_index_geom *g, const AmpcTensorObject *t,
     }
 }
 
-/* in, or a copy of it when it shares memory with out: an index moves
- * elements, so even in == out would feed writes into later reads.  A new
- * reference. */
-static AmpcTensorObject *
-apart_from(AmpcTensorObject *in, AmpcTensorObject *out)
-{
-    if (in->storage != out->storage) {
-        return (AmpcTensorObject *)Py_NewRef(in);
-    }
-    AmpcTensorObject *copy = ampc_tensor_empty(in->ndim, in->shape,
-                                               in->dtype, in->device);
-    if (copy != NULL && ampc_copy_into(copy, in) < 0) {
-        Py_CLEAR(copy);
-    }
-    return copy;
-}
-
 /* The checks that index_gather and index_put_ share: every argument, the
  * rows (contiguous, in *rows), the geometry, and the overlap rules: the
  * written tensor (v for a gather, t for a put) may not have two elements
@@ -208,10 +191,10 @@ prepare(const char *fn, PyObject *t_obj, PyObject *i_obj, PyObject *v_obj,
     }
     if (writes_t) {
         *t_out = (AmpcTensorObject *)Py_NewRef(t);
-        *v_out = apart_from(v, t);
+        *v_out = ampc_copy_if_shared(v, t);
     }
     else {
-        *t_out = apart_from(t, v);
+        *t_out = ampc_copy_if_shared(t, v);
         *v_out = (AmpcTensorObject *)Py_NewRef(v);
     }
     if (*t_out == NULL || *v_out == NULL) {

@@ -377,6 +377,20 @@ ampc_unalias(AmpcTensorObject *in, AmpcTensorObject *out)
     return copy;
 }
 
+AmpcTensorObject *
+ampc_copy_if_shared(AmpcTensorObject *in, const AmpcTensorObject *out)
+{
+    if (in->storage != out->storage) {
+        return (AmpcTensorObject *)Py_NewRef(in);
+    }
+    AmpcTensorObject *copy = ampc_tensor_empty(in->ndim, in->shape,
+                                               in->dtype, in->device);
+    if (copy != NULL && ampc_copy_into(copy, in) < 0) {
+        Py_CLEAR(copy);
+    }
+    return copy;
+}
+
 /* t itself when it has dtype dt, else a cast copy.  New reference. */
 AmpcTensorObject *
 ampc_as_dtype(AmpcTensorObject *t, ampc_dtype dt)

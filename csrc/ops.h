@@ -32,6 +32,11 @@ int ampc_has_internal_overlap(AmpcTensorObject *t);
 /* in itself, or a copy when it shares memory with out but is not exactly
  * out, so writes cannot feed later reads.  New reference. */
 AmpcTensorObject *ampc_unalias(AmpcTensorObject *in, AmpcTensorObject *out);
+/* in, or a copy of it when it shares memory with out at all: an index
+ * moves elements, so even in == out would feed out's writes into later
+ * reads.  New reference. */
+AmpcTensorObject *ampc_copy_if_shared(AmpcTensorObject *in,
+                                      const AmpcTensorObject *out);
 /* t itself when it has dtype dt, else a cast copy.  New reference. */
 AmpcTensorObject *ampc_as_dtype(AmpcTensorObject *t, ampc_dtype dt);
 /* Fills t (on a GPU) with the element at host_value, in t's dtype, as a

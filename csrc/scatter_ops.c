@@ -76,22 +76,6 @@ check_args(const char *fn, const AmpcTensorObject *t,
     return 0;
 }
 
-/* in, or a copy of it when it shares memory with t (so that t's writes
- * cannot change what is read).  A new reference. */
-static AmpcTensorObject *
-apart_from(AmpcTensorObject *in, const AmpcTensorObject *t)
-{
-    if (in->storage != t->storage) {
-        return (AmpcTensorObject *)Py_NewRef(in);
-    }
-    AmpcTensorObject *copy = ampc_tensor_empty(in->ndim, in->shape,
-                                               in->dtype, in->device);
-    if (copy != NULL && ampc_copy_into(copy, in) < 0) {
-        Py_CLEAR(copy);
-    }
-    return copy;
-}
-
 static void
 make_geom(ampc_scatter_geom *g, const AmpcTensorObject *t,
           const AmpcTensorObject *ix, const AmpcTensorObject *src, int dim,
@@ -248,8 +232,9 @@ op_scatter_reduce_(PyObject *module, PyObject *args, PyObject *kwds)
     if (ampc_numel(ix0) == 0) {
         Py_RETURN_NONE;
     }
-    AmpcTensorObject *ix = apart_from(ix0, t);
-    AmpcTensorObject *src = ix == NULL ? NULL : apart_from(src0, t);
+    AmpcTensorObject *ix = ampc_copy_if_shared(ix0, t);
+    AmpcTensorObject *src = ix == NULL ? NULL
+                                       : ampc_copy_if_shared(src0, t);
     int rc = src == NULL ? -1 : run(fn, t, ix, src, dim, op, include_self);
     Py_XDECREF(ix);
     Py_XDECREF(src);
