@@ -6,9 +6,9 @@
  * Both passes factor by axis.  Forward, per output row: the column sums
  * of its window's rows (a vector add over the row), then each output the
  * sum of its window's column sums.  Backward, per output row i: q = the
- * row's gradients over their divisors, T[c] = the sum of q over the
- * outputs whose windows hold column c, added to every input row of i's
- * window; a float32 plane collects those before the one rounding.
+ * row's gradients over their divisors, T_i[c] = the sum of q over the
+ * outputs whose windows hold column c; then each input row, once, the sum
+ * in float32 of the T_i of the output rows holding it, rounded once.
  */
 #ifndef AMPC_CPU_AVG_POOL_LOOPS_H
 #define AMPC_CPU_AVG_POOL_LOOPS_H
@@ -115,7 +115,9 @@ ampc_avg_pool2d_fwd_range(const ampc_converters *cv,
     free(cols);
 }
 
-/* planes [b, e): grad_out -> grad_in */
+/* planes [b, e): grad_out -> grad_in.  Per plane: t[i] (a row of W) for
+ * every output row i, then each input row r written once, the sum (from
+ * 0, in order) of t[i] over the output rows i that hold r. */
 static AMPC_ALWAYS_INLINE void
 ampc_avg_pool2d_bwd_range(const ampc_converters *cv,
                           ampc_avg_pool_ctx *c, int64_t b, int64_t e)
@@ -123,57 +125,66 @@ ampc_avg_pool2d_bwd_range(const ampc_converters *cv,
     const ampc_avg_pool2d_shape *s = c->s;
     ampc_avg_axis ah = ampc_avg_axis_h(s), aw = ampc_avg_axis_w(s);
     size_t es = ampc_dtype_size[c->dt];
-    int64_t hw = s->h * s->w;
     int64_t *win;
-    float *acc = ampc_avg_scratch(c, hw + s->w + 2 * s->ow,
-                                  3 * s->ow + 2 * s->w, &win);
-    if (acc == NULL) {
+    float *t = ampc_avg_scratch(c, s->oh * s->w + s->w + 2 * s->ow,
+                                3 * s->ow + 2 * s->w + 2 * s->h, &win);
+    if (t == NULL) {
         return;
     }
-    float *t = acc + hw, *q = t + s->w, *gbuf = q + s->ow;
-    /* cover[2 col], cover[2 col + 1]: the output columns holding col */
-    int64_t *cover = win + 3 * s->ow;
+    float *row = t + s->oh * s->w, *q = row + s->w, *gbuf = q + s->ow;
+    /* cover_w[2 col], cover_w[2 col + 1]: the output columns holding col;
+     * cover_h likewise the output rows holding each input row */
+    int64_t *cover_w = win + 3 * s->ow, *cover_h = cover_w + 2 * s->w;
     ampc_avg_column_windows(s, win);
     for (int64_t col = 0; col < s->w; col++) {
-        ampc_avg_cover(&aw, s->adaptive, col, &cover[2 * col],
-                       &cover[2 * col + 1]);
+        ampc_avg_cover(&aw, s->adaptive, col, &cover_w[2 * col],
+                       &cover_w[2 * col + 1]);
+    }
+    for (int64_t r = 0; r < s->h; r++) {
+        ampc_avg_cover(&ah, s->adaptive, r, &cover_h[2 * r],
+                       &cover_h[2 * r + 1]);
     }
     for (int64_t p = b; p < e; p++) {
         const char *gy = (const char *)c->in +
                          (size_t)(p * s->oh * s->ow) * es;
-        memset(acc, 0, (size_t)hw * sizeof(float));
         for (int64_t i = 0; i < s->oh; i++) {
             int64_t lo, hi;
             int64_t fh = ampc_avg_window(&ah, s->adaptive,
                                          s->count_include_pad, i, &lo, &hi);
-            if (lo >= hi) {
-                continue;
-            }
             const float *g = ampc_load_block_f32(
                 cv, c->dt, gy + (size_t)(i * s->ow) * es, 1, s->ow, gbuf,
                 NULL);
             for (int64_t j = 0; j < s->ow; j++) {
                 q[j] = g[j] / ampc_avg_divisor(s, fh, win[3 * j + 2]);
             }
+            float *ti = t + i * s->w;
             for (int64_t col = 0; col < s->w; col++) {
                 float sum = 0.0f;
-                for (int64_t j = cover[2 * col]; j <= cover[2 * col + 1];
-                     j++) {
+                for (int64_t j = cover_w[2 * col];
+                     j <= cover_w[2 * col + 1]; j++) {
                     sum += q[j];
                 }
-                t[col] = sum;
-            }
-            for (int64_t r = lo; r < hi; r++) {
-                float *a = acc + r * s->w;
-                for (int64_t col = 0; col < s->w; col++) {
-                    a[col] += t[col];
-                }
+                ti[col] = sum;
             }
         }
-        ampc_store_block_f32(cv, c->dt, acc, hw,
-                             (char *)c->out + (size_t)(p * hw) * es, 1, NULL);
+        char *gx = (char *)c->out + (size_t)(p * s->h * s->w) * es;
+        for (int64_t r = 0; r < s->h; r++) {
+            char *at = gx + (size_t)(r * s->w) * es;
+            /* a float32 row is summed where it is stored */
+            float *a = c->dt == AMPC_FLOAT32 ? (float *)at : row;
+            for (int64_t col = 0; col < s->w; col++) {
+                a[col] = 0.0f;
+            }
+            for (int64_t i = cover_h[2 * r]; i <= cover_h[2 * r + 1]; i++) {
+                const float *ti = t + i * s->w;
+                for (int64_t col = 0; col < s->w; col++) {
+                    a[col] += ti[col];
+                }
+            }
+            ampc_store_block_f32(cv, c->dt, a, s->w, at, 1, NULL);
+        }
     }
-    free(acc);
+    free(t);
 }
 
 /* Runs range (a level's wrapper of a body above) over the planes; returns
