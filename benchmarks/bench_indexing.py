@@ -7,28 +7,17 @@ torch/ampc.  Not a test: run it by hand.
     python benchmarks/bench_indexing.py [--repeat 20] [--device cpu|cuda]
 """
 import argparse
-import time
 
 import numpy as np
 
 import ampc
 
+from beside_torch import device_sync, timed_row
+
 try:
     import torch
 except ImportError:  # torch is optional: its column is left out
     torch = None
-
-
-def best_ms(fn, repeat, sync):
-    fn()
-    sync()
-    best = float("inf")
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        sync()
-        best = min(best, time.perf_counter() - t0)
-    return best * 1e3
 
 
 def cases(device):
@@ -162,23 +151,12 @@ def main():
     ap.add_argument("--repeat", type=int, default=20)
     ap.add_argument("--device", default="cpu")
     args = ap.parse_args()
-    on_gpu = args.device.startswith("cuda")
-
-    def sync():
-        if on_gpu:
-            ampc.cuda.synchronize()
-            if torch is not None:
-                torch.cuda.synchronize()
+    sync = device_sync(args.device, ampc, torch)
 
     print(f"{'case':<30}{'ampc ms':>10}{'torch ms':>10}{'torch/ampc':>12}")
     for label, fa, ft, check in cases(args.device):
         check()
-        ms_a = best_ms(fa, args.repeat, sync)
-        if ft is None:
-            print(f"{label:<30}{ms_a:>10.3f}")
-            continue
-        ms_t = best_ms(ft, args.repeat, sync)
-        print(f"{label:<30}{ms_a:>10.3f}{ms_t:>10.3f}{ms_t / ms_a:>12.2f}")
+        print(timed_row(label, fa, ft, args.repeat, sync, 30, 3))
 
 
 if __name__ == "__main__":

@@ -8,12 +8,13 @@ ms and torch/ampc.  Not a test: run it by hand.
     python benchmarks/bench_norm.py [--repeat 10] [--device cpu|cuda]
 """
 import argparse
-import time
 
 import numpy as np
 
 import ampc
 import ampc.nn.functional as F
+
+from beside_torch import device_sync, timed_row
 
 try:
     import torch
@@ -23,18 +24,6 @@ except ImportError:  # torch is optional: its column is left out
 
 DTYPES = [("float32", "float32"), ("bfloat16", "bfloat16"),
           ("bfloat16", "float32")]
-
-
-def best_ms(fn, repeat, sync):
-    fn()
-    sync()
-    best = float("inf")
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        sync()
-        best = min(best, time.perf_counter() - t0)
-    return best * 1e3
 
 
 def make(lib, values, dtype, device, grad=False):
@@ -97,24 +86,13 @@ def main():
     ap.add_argument("--repeat", type=int, default=10)
     ap.add_argument("--device", default="cpu")
     args = ap.parse_args()
-    on_gpu = args.device.startswith("cuda")
+    sync = device_sync(args.device, ampc, torch)
 
-    def sync():
-        if on_gpu:
-            ampc.cuda.synchronize()
-            if torch is not None:
-                torch.cuda.synchronize()
-
-    print(f"{'case':<52}{'ampc ms':>9}{'torch ms':>10}{'torch/ampc':>12}")
+    print(f"{'case':<52}{'ampc ms':>10}{'torch ms':>10}{'torch/ampc':>12}")
     for label, fa, ft in cases(args.device):
         if label.endswith(" fwd"):
             check(fa, ft)
-        ms_a = best_ms(fa, args.repeat, sync)
-        if ft is None:
-            print(f"{label:<52}{ms_a:>9.2f}")
-            continue
-        ms_t = best_ms(ft, args.repeat, sync)
-        print(f"{label:<52}{ms_a:>9.2f}{ms_t:>10.2f}{ms_t / ms_a:>12.2f}")
+        print(timed_row(label, fa, ft, args.repeat, sync, 52, 2))
 
 
 if __name__ == "__main__":
