@@ -193,6 +193,83 @@ new_grads(AmpcTensorObject *x, const int needs[3], int nd,
     return 0;
 }
 
+/* The backward kernel: batch norm's (bn; shape an ampc_batch_norm_shape)
+ * or layer norm's (an ampc_layer_norm_shape), on the contiguous c =
+ * {grad_output, input, weight or NULL, mean, invstd or rstd} into the
+ * gradients gr (NULL where not needed).  The kernel's return code. */
+static int
+backward_kernel(int bn, const void *shape, int cuda, ampc_dtype xdt,
+                ampc_dtype pdt, AmpcTensorObject *const *c,
+                AmpcTensorObject *const *gr)
+{
+    const void *gy = c[0]->data, *x = c[1]->data, *w = data_or_null(c[2]);
+    const float *m = (const float *)c[3]->data;
+    const float *r = (const float *)c[4]->data;
+    void *gx = data_or_null(gr[0]), *gw = data_or_null(gr[1]);
+    void *gb = data_or_null(gr[2]);
+    if (bn) {
+        const ampc_batch_norm_shape *s = shape;
+        return cuda ? ampc_cuda.batch_norm_bwd(s, xdt, pdt, gy, x, w, m, r,
+                                               gx, gw, gb)
+                    : ampc_cpu.batch_norm_bwd(s, xdt, pdt, gy, x, w, m, r,
+                                              gx, gw, gb);
+    }
+    const ampc_layer_norm_shape *s = shape;
+    return cuda ? ampc_cuda.layer_norm_bwd(s, xdt, pdt, gy, x, w, m, r, gx,
+                                           gw, gb)
+                : ampc_cpu.layer_norm_bwd(s, xdt, pdt, gy, x, w, m, r, gx,
+                                          gw, gb);
+}
+
+/* What batch_norm_backward and layer_norm_backward share once their
+ * arguments are checked: in = {grad_output, input, weight or NULL, mean,
+ * invstd or rstd}; the parameters' dtype and device, new gradients (the
+ * parameter ones of pnd dims pshape), the kernel (backward_kernel's bn and
+ * shape) unless `work` is 0, and the (grad_input, grad_weight, grad_bias)
+ * tuple.  names[0] names the weight in messages. */
+static PyObject *
+norm_backward(const char *fn, int bn, const void *shape, int work,
+              AmpcTensorObject *const *in, int needs[3], int pnd,
+              const int64_t *pshape, const char *const *names)
+{
+    AmpcTensorObject *x = in[1], *w = in[2];
+    ampc_dtype pdt = w != NULL ? w->dtype : AMPC_FLOAT32;
+    if ((w != NULL && param_dtype(fn, x->dtype, 1, &w, names, &pdt) < 0) ||
+        ampc_nn_cuda_prologue(fn, 5, (AmpcTensorObject *[]){x, in[0], w,
+                                                          in[3], in[4]}) <
+            0) {
+        return NULL;
+    }
+    needs[1] = needs[1] && w != NULL;
+
+    PyObject *result = NULL;
+    AmpcTensorObject *c[5], *gr[3] = {NULL};
+    if (contiguous_all(5, in, c) < 0) {
+        return NULL;
+    }
+    if (new_grads(x, needs, pnd, pshape, pdt, gr) < 0) {
+        goto done;
+    }
+    int rc = 0, cuda = ampc_is_cuda(x);
+    if (work && (needs[0] || needs[1] || needs[2])) {
+        if (cuda) {
+            rc = backward_kernel(bn, shape, 1, x->dtype, pdt, c, gr);
+        }
+        else {
+            RUN_KERNEL(2 * ampc_numel(x),
+                       rc = backward_kernel(bn, shape, 0, x->dtype, pdt, c,
+                                            gr));
+        }
+    }
+    if (kernel_status(fn, cuda, rc) == 0) {
+        result = grads_tuple(gr[0], gr[1], gr[2]);
+    }
+done:
+    release_all(5, c);
+    release_all(3, gr);
+    return result;
+}
+
 // ----------------------------------------------------------------------------
 // batch_norm
 
@@ -355,48 +432,9 @@ op_batch_norm_backward(PyObject *module, PyObject *args, PyObject *kwds)
         check_counts(fn, 1, &w, bn_names, s.c, "channel of input") < 0) {
         return NULL;
     }
-    ampc_dtype pdt = w != NULL ? w->dtype : AMPC_FLOAT32;
-    if ((w != NULL && param_dtype(fn, x->dtype, 1, &w, bn_names, &pdt) < 0) ||
-        ampc_nn_cuda_prologue(fn, 5, (AmpcTensorObject *[]){x, g, w, m,
-                                                          inv}) < 0) {
-        return NULL;
-    }
     s.training = training;
-    needs[1] = needs[1] && w != NULL;
-
-    PyObject *result = NULL;
-    AmpcTensorObject *in[5] = {g, x, w, m, inv}, *c[5], *gr[3] = {NULL};
-    if (contiguous_all(5, in, c) < 0) {
-        return NULL;
-    }
-    if (new_grads(x, needs, 1, &s.c, pdt, gr) < 0) {
-        goto done;
-    }
-    int rc = 0, cuda = ampc_is_cuda(x);
-    if (needs[0] || needs[1] || needs[2]) {
-        if (cuda) {
-            rc = ampc_cuda.batch_norm_bwd(
-                &s, x->dtype, pdt, c[0]->data, c[1]->data, data_or_null(c[2]),
-                (const float *)c[3]->data, (const float *)c[4]->data,
-                data_or_null(gr[0]), data_or_null(gr[1]),
-                data_or_null(gr[2]));
-        }
-        else {
-            RUN_KERNEL(2 * ampc_numel(x),
-                       rc = ampc_cpu.batch_norm_bwd(
-                           &s, x->dtype, pdt, c[0]->data, c[1]->data,
-                           data_or_null(c[2]), (const float *)c[3]->data,
-                           (const float *)c[4]->data, data_or_null(gr[0]),
-                           data_or_null(gr[1]), data_or_null(gr[2])));
-        }
-    }
-    if (kernel_status(fn, cuda, rc) == 0) {
-        result = grads_tuple(gr[0], gr[1], gr[2]);
-    }
-done:
-    release_all(5, c);
-    release_all(3, gr);
-    return result;
+    AmpcTensorObject *in[5] = {g, x, w, m, inv};
+    return norm_backward(fn, 1, &s, 1, in, needs, 1, &s.c, bn_names);
 }
 
 // ----------------------------------------------------------------------------
@@ -599,47 +637,8 @@ op_layer_norm_backward(PyObject *module, PyObject *args, PyObject *kwds)
         check_saved(fn, "rstd", r, s.rows, "row of input") < 0) {
         return NULL;
     }
-    ampc_dtype pdt = w != NULL ? w->dtype : AMPC_FLOAT32;
-    if ((w != NULL && param_dtype(fn, x->dtype, 1, &w, ln_names, &pdt) < 0) ||
-        ampc_nn_cuda_prologue(fn, 5, (AmpcTensorObject *[]){x, g, w, m,
-                                                          r}) < 0) {
-        return NULL;
-    }
-    needs[1] = needs[1] && w != NULL;
-
-    PyObject *result = NULL;
-    AmpcTensorObject *in[5] = {g, x, w, m, r}, *c[5], *gr[3] = {NULL};
-    if (contiguous_all(5, in, c) < 0) {
-        return NULL;
-    }
-    if (new_grads(x, needs, nd, ns, pdt, gr) < 0) {
-        goto done;
-    }
-    int rc = 0, cuda = ampc_is_cuda(x);
-    if (s.d > 0 && (needs[0] || needs[1] || needs[2])) {
-        if (cuda) {
-            rc = ampc_cuda.layer_norm_bwd(
-                &s, x->dtype, pdt, c[0]->data, c[1]->data, data_or_null(c[2]),
-                (const float *)c[3]->data, (const float *)c[4]->data,
-                data_or_null(gr[0]), data_or_null(gr[1]),
-                data_or_null(gr[2]));
-        }
-        else {
-            RUN_KERNEL(2 * ampc_numel(x),
-                       rc = ampc_cpu.layer_norm_bwd(
-                           &s, x->dtype, pdt, c[0]->data, c[1]->data,
-                           data_or_null(c[2]), (const float *)c[3]->data,
-                           (const float *)c[4]->data, data_or_null(gr[0]),
-                           data_or_null(gr[1]), data_or_null(gr[2])));
-        }
-    }
-    if (kernel_status(fn, cuda, rc) == 0) {
-        result = grads_tuple(gr[0], gr[1], gr[2]);
-    }
-done:
-    release_all(5, c);
-    release_all(3, gr);
-    return result;
+    AmpcTensorObject *in[5] = {g, x, w, m, r};
+    return norm_backward(fn, 0, &s, s.d > 0, in, needs, nd, ns, ln_names);
 }
 
 // ----------------------------------------------------------------------------
