@@ -20,32 +20,21 @@
 #define AMPC_SQRT_2_PI 0.79788456080286536f     /* sqrt(2 / pi) */
 #define AMPC_GELU_TANH_C 0.044715f
 
-/* a if take, else b, without a branch. */
-AMPC_HOST_DEVICE float
-ampc_select_f32(int take, float a, float b)
+/* x^2 / 2 = *head + *tail without rounding: with |x| = zh + zl, zh holding
+ * 12 significant bits, zh^2 / 2 is exact (*head) and *tail = zl (|x| + zh)
+ * / 2 is small.  Rounding x^2 / 2 itself would cost exp(-x^2 / 2) a
+ * relative error of up to x^2 2^-25 (2e-6 at x = 8.5), where the tails need
+ * results to a few ulps.  |x| beyond 64 is taken as 64 (exp gives 0 either
+ * way, and inf must not make inf - inf); NaN stays NaN. */
+AMPC_HOST_DEVICE void
+ampc_half_square_split(float x, float *head, float *tail)
 {
-    uint32_t m = 0u - (uint32_t)(take != 0);
-    return ampc_f32_from_bits((ampc_f32_bits(a) & m) |
-                              (ampc_f32_bits(b) & ~m));
-}
-
-/* exp(-z^2 / d + extra) (d = 1 or 2), with z^2 formed without rounding:
- * z = zh + zl with zh holding 12 significant bits, so zh^2 is exact, and
- * z^2 = zh^2 + zl (z + zh).  Rounding z^2 itself would cost a relative
- * error of up to z^2 * 2^-24 (4e-6 at z = 8.5), where the tails need
- * results to a few ulps. */
-AMPC_HOST_DEVICE float
-ampc_exp_neg_sq_f32(float z, float d, float extra)
-{
-    /* |z| beyond 64 gives 0 as 64 does (and inf must not make inf - inf);
-     * NaN stays NaN */
-    z = fabsf(z);
+    float z = fabsf(x);
     z = ampc_select_f32(z > 64.0f, 64.0f, z);
     float zh = ampc_f32_from_bits(ampc_f32_bits(z) & 0xfffff000u);
     float zl = AMPC_SUB(z, zh);
-    float head = AMPC_MUL(zh, zh) / d;          /* exact */
-    float tail = AMPC_MUL(zl, AMPC_ADD(z, zh)) / d;
-    return AMPC_MUL(ampc_exp_f32(-head), ampc_exp_f32(AMPC_SUB(extra, tail)));
+    *head = 0.5f * AMPC_MUL(zh, zh);
+    *tail = 0.5f * AMPC_MUL(zl, AMPC_ADD(z, zh));
 }
 
 /* Phi(x), the standard normal CDF, as erfc(-x / sqrt 2) / 2, with erfc(w)
@@ -53,42 +42,32 @@ ampc_exp_neg_sq_f32(float z, float d, float extra)
  * erfc(a) ~ t exp(-a^2 + P(t)), t = 1 / (1 + a / 2) (Press et al.,
  * Numerical Recipes, erfcc; relative error within 1.2e-7): relative, so
  * GELU's negative tail, x Phi(x) with Phi(x) tiny, stays accurate.  a^2 is
- * taken as x^2 / 2 from x itself: rounding a first would cost a relative
- * error of a^2 * 2^-23 in the result. */
+ * x^2 / 2 split by ampc_half_square_split (head, tail), and -a^2 + P one
+ * exp's argument, so nothing large rounds. */
+AMPC_HOST_DEVICE float
+ampc_normal_cdf_split_f32(float x, float head, float tail)
+{
+    float a = AMPC_MUL(fabsf(x), AMPC_SQRT1_2);
+    float t = 1.0f / AMPC_FMA(0.5f, a, 1.0f);
+    float p = AMPC_FMA(t, 0.17087277f, -0.82215223f);
+    p = AMPC_FMA(t, p, 1.48851587f);
+    p = AMPC_FMA(t, p, -1.13520398f);
+    p = AMPC_FMA(t, p, 0.27886807f);
+    p = AMPC_FMA(t, p, -0.18628806f);
+    p = AMPC_FMA(t, p, 0.09678418f);
+    p = AMPC_FMA(t, p, 0.37409196f);
+    p = AMPC_FMA(t, p, 1.00002368f);
+    p = AMPC_FMA(t, p, -1.26551223f);
+    float e = AMPC_MUL(t, ampc_exp_nonpos_minus_f32(-head, AMPC_SUB(tail, p)));
+    return 0.5f * ampc_select_f32(x > 0.0f, 2.0f - e, e);
+}
+
 AMPC_HOST_DEVICE float
 ampc_normal_cdf_f32(float x)
 {
-    float a = AMPC_MUL(fabsf(x), AMPC_SQRT1_2);
-    float t = 1.0f / AMPC_ADD(1.0f, AMPC_MUL(0.5f, a));
-    float p = AMPC_ADD(-0.82215223f, AMPC_MUL(t, 0.17087277f));
-    p = AMPC_ADD(1.48851587f, AMPC_MUL(t, p));
-    p = AMPC_ADD(-1.13520398f, AMPC_MUL(t, p));
-    p = AMPC_ADD(0.27886807f, AMPC_MUL(t, p));
-    p = AMPC_ADD(-0.18628806f, AMPC_MUL(t, p));
-    p = AMPC_ADD(0.09678418f, AMPC_MUL(t, p));
-    p = AMPC_ADD(0.37409196f, AMPC_MUL(t, p));
-    p = AMPC_ADD(1.00002368f, AMPC_MUL(t, p));
-    p = AMPC_ADD(-1.26551223f, AMPC_MUL(t, p));
-    float e = AMPC_MUL(t, ampc_exp_neg_sq_f32(x, 2.0f, p));   /* erfc(a) */
-    return AMPC_MUL(0.5f, ampc_select_f32(x > 0.0f, 2.0f - e, e));
-}
-
-/* phi(x), the standard normal density. */
-AMPC_HOST_DEVICE float
-ampc_normal_pdf_f32(float x)
-{
-    return AMPC_MUL(AMPC_INV_SQRT_2PI, ampc_exp_neg_sq_f32(x, 2.0f, 0.0f));
-}
-
-/* sigmoid(x) and sigmoid(-x) from one exp: e = e^-x, s = 1 / (1 + e),
- * and sigmoid(-x) = e s (1 where e overflows), neither cancelling. */
-AMPC_HOST_DEVICE float
-ampc_sigmoid_pair_f32(float x, float *neg)
-{
-    float e = ampc_exp_f32(-x);
-    float s = 1.0f / AMPC_ADD(1.0f, e);
-    *neg = ampc_select_f32(e > 1.0e30f, 1.0f, AMPC_MUL(e, s));
-    return s;
+    float head, tail;
+    ampc_half_square_split(x, &head, &tail);
+    return ampc_normal_cdf_split_f32(x, head, tail);
 }
 
 /* GELU: x Phi(x). */
@@ -98,12 +77,15 @@ ampc_gelu_f32(float x)
     return AMPC_MUL(x, ampc_normal_cdf_f32(x));
 }
 
-/* d GELU / dx = Phi(x) + x phi(x). */
+/* d GELU / dx = Phi(x) + x phi(x), phi(x) = exp(-x^2 / 2) / sqrt(2 pi),
+ * both from one split of x^2 / 2. */
 AMPC_HOST_DEVICE float
 ampc_gelu_grad_f32(float x)
 {
-    return AMPC_ADD(ampc_normal_cdf_f32(x),
-                    AMPC_MUL(x, ampc_normal_pdf_f32(x)));
+    float head, tail;
+    ampc_half_square_split(x, &head, &tail);
+    float pdf = AMPC_MUL(AMPC_INV_SQRT_2PI, ampc_exp_nonpos_minus_f32(-head, tail));
+    return AMPC_FMA(x, pdf, ampc_normal_cdf_split_f32(x, head, tail));
 }
 
 /* The tanh approximation's inner u = sqrt(2/pi) (x + 0.044715 x^3). */

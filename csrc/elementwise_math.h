@@ -40,31 +40,45 @@ ampc_relu_f32(float x)
     return (x > 0.0f || x != x) ? x : 0.0f;
 }
 
-/* 1 / (1 + e^-x): 0 below about -88 (e^-x is inf), 1 above 17.  With
- * nn_math.h's branch-free exp, so the CPU loop vectorises and the GPU
- * computes the same bits. */
+/* sigmoid(x) and sigmoid(-x) from one exp that cannot overflow: e =
+ * e^-|x|, 1 / (1 + e) and e / (1 + e), neither cancelling; results below
+ * FLT_MIN (x < -87.3) flush to 0.  With nn_math.h's branch-free exp, so the
+ * CPU loop vectorises and the GPU computes the same bits. */
+AMPC_HOST_DEVICE float
+ampc_sigmoid_pair_f32(float x, float *neg)
+{
+    float e = ampc_exp_nonpos_f32(-fabsf(x));
+    float s = 1.0f / AMPC_ADD(1.0f, e);
+    float es = AMPC_MUL(e, s);
+    int nonneg = x >= 0.0f;
+    *neg = ampc_select_f32(nonneg, es, s);
+    return ampc_select_f32(nonneg, s, es);
+}
+
 AMPC_HOST_DEVICE float
 ampc_sigmoid_f32(float x)
 {
-    return 1.0f / AMPC_ADD(1.0f, ampc_exp_f32(-x));
+    float neg;
+    return ampc_sigmoid_pair_f32(x, &neg);
 }
 
 /* tanh, branch-free so that loops over it vectorise (and the GPU gets the
  * same bits): for |x| < 0.625 an odd polynomial in |x| (Cephes' tanhf
- * coefficients), else 1 - 2 / (e^(2|x|) + 1); the sign of x put back last,
- * so tanh(-0) = -0.  inf gives 1, NaN stays NaN. */
+ * coefficients), else (1 - e) / (1 + e) with e = e^(-2|x|) <= 0.29 (no
+ * cancellation, no overflow); the sign of x put back last, so tanh(-0) =
+ * -0.  inf gives 1, NaN stays NaN. */
 AMPC_HOST_DEVICE float
 ampc_tanh_f32(float x)
 {
-    float a = fabsf(x), s = a * a;
-    float poly = ((((-5.70498872745e-3f * s + 2.06390887954e-2f) * s -
-                    5.37397155531e-2f) * s + 1.33314422036e-1f) * s -
-                  3.33332819422e-1f) * s * a + a;
-    float big = 1.0f - 2.0f / (ampc_exp_f32(2.0f * a) + 1.0f);
-    uint32_t small = 0u - (uint32_t)(a < 0.625f);
-    float r = ampc_f32_from_bits((ampc_f32_bits(poly) & small) |
-                                 (ampc_f32_bits(big) & ~small));
-    return copysignf(r, x);
+    float a = fabsf(x), s = AMPC_MUL(a, a);
+    float poly = AMPC_FMA(-5.70498872745e-3f, s, 2.06390887954e-2f);
+    poly = AMPC_FMA(poly, s, -5.37397155531e-2f);
+    poly = AMPC_FMA(poly, s, 1.33314422036e-1f);
+    poly = AMPC_FMA(poly, s, -3.33332819422e-1f);
+    poly = AMPC_FMA(AMPC_MUL(poly, s), a, a);
+    float e = ampc_exp_nonpos_f32(-2.0f * a);
+    float big = AMPC_SUB(1.0f, e) / AMPC_ADD(1.0f, e);
+    return copysignf(ampc_select_f32(a < 0.625f, poly, big), x);
 }
 
 /* As torch.sign: sign(+-0) = +0 and sign(NaN) = 0 (pytorch#41245; NumPy

@@ -26,16 +26,28 @@
 #define AMPC_SUB(a, b) __fsub_rn((a), (b))
 #define AMPC_DMUL(a, b) __dmul_rn((a), (b))
 #define AMPC_DADD(a, b) __dadd_rn((a), (b))
+#define AMPC_FMA(a, b, c) __fmaf_rn((a), (b), (c))
 #else
 #define AMPC_MUL(a, b) ((a) * (b))
 #define AMPC_ADD(a, b) ((a) + (b))
 #define AMPC_SUB(a, b) ((a) - (b))
 #define AMPC_DMUL(a, b) ((a) * (b))
 #define AMPC_DADD(a, b) ((a) + (b))
+#define AMPC_FMA(a, b, c) fmaf((a), (b), (c))
 #endif /* __CUDA_ARCH__ */
 
 // ----------------------------------------------------------------------------
 // comparisons
+
+/* a if take, else b, without a branch. */
+AMPC_HOST_DEVICE float
+ampc_select_f32(int take, float a, float b)
+{
+    uint32_t m = 0u - (uint32_t)(take != 0);
+    return ampc_f32_from_bits((ampc_f32_bits(a) & m) |
+                              (ampc_f32_bits(b) & ~m));
+}
+
 
 /* maximum(a, b), NaN when either is, with both tests always evaluated so
  * that CPU loops over it vectorise. */
@@ -108,39 +120,40 @@ ampc_relu_bwd_bits16(uint16_t g, uint16_t o, uint16_t inf)
 // ----------------------------------------------------------------------------
 // exp
 
-/* e^xc = p * 2^n for a clamped xc: n = round(xc / ln 2) (adding 1.5 *
- * 2^23 leaves it in the low bits), r = xc - n ln 2 in two parts (Cody-Waite)
- * and p = e^r by a degree-7 polynomial; returns p, writes n. */
+/* e^(xc - d) = p * 2^n for a clamped xc and a small d (|d| < 2, often a
+ * literal 0 that the compiler drops): n = round((xc - d) / ln 2) (adding 1.5
+ * * 2^23 leaves it in the low bits), r = xc - n ln 2 - d with ln 2 in two
+ * parts (Cody-Waite: xc - n ln2_hi is exact), so d never rounds against a
+ * large xc, and p = e^r by a degree-7 polynomial; returns p, writes n. */
 AMPC_HOST_DEVICE float
-ampc_exp_reduced(float xc, int32_t *n)
+ampc_exp_reduced(float xc, float d, int32_t *n)
 {
-    float t = AMPC_ADD(AMPC_MUL(xc, 1.44269504088896341f), 12582912.0f);
+    float t = AMPC_FMA(AMPC_SUB(xc, d), 1.44269504088896341f, 12582912.0f);
     *n = (int32_t)(ampc_f32_bits(t) - 0x4b400000u);
     float nf = t - 12582912.0f;
-    float r = AMPC_SUB(xc, AMPC_MUL(nf, 0.693359375f));
-    r = AMPC_SUB(r, AMPC_MUL(nf, -2.12194440e-4f));
+    float r = AMPC_FMA(nf, -0.693359375f, xc);
+    r = AMPC_SUB(AMPC_FMA(nf, 2.12194440e-4f, r), d);
     float p = 1.9875691500e-4f;
-    p = AMPC_ADD(AMPC_MUL(p, r), 1.3981999507e-3f);
-    p = AMPC_ADD(AMPC_MUL(p, r), 8.3334519073e-3f);
-    p = AMPC_ADD(AMPC_MUL(p, r), 4.1665795894e-2f);
-    p = AMPC_ADD(AMPC_MUL(p, r), 1.6666665459e-1f);
-    p = AMPC_ADD(AMPC_MUL(p, r), 5.0000001201e-1f);
-    p = AMPC_ADD(AMPC_ADD(AMPC_MUL(AMPC_MUL(p, r), r), r), 1.0f);
-    return p;
+    p = AMPC_FMA(p, r, 1.3981999507e-3f);
+    p = AMPC_FMA(p, r, 8.3334519073e-3f);
+    p = AMPC_FMA(p, r, 4.1665795894e-2f);
+    p = AMPC_FMA(p, r, 1.6666665459e-1f);
+    p = AMPC_FMA(p, r, 5.0000001201e-1f);
+    return AMPC_ADD(AMPC_FMA(AMPC_MUL(p, r), r, r), 1.0f);
 }
 
-/* e^x in float32 without branches, so that loops over it vectorise: x =
- * n ln2 + r with |r| <= ln2 / 2 (ln2 split in two for an exact n ln2), a
- * degree-7 polynomial for e^r (Cephes' expf coefficients, under 2 ulp), and
- * 2^n applied as two powers of two, so that results down to the subnormals
- * (n >= -150) and up to FLT_MAX (n = 128) are right.  Below -104 the result
- * is 0, above ln(FLT_MAX) inf; NaN stays NaN.
+/* e^(x - d) in float32 without branches, so that loops over it vectorise:
+ * ampc_exp_reduced's p * 2^n, with 2^n applied as two powers of two, so
+ * that results down to the subnormals (n >= -150) and up to FLT_MAX (n =
+ * 128) are right (Cephes' expf polynomial, under 2 ulp).  x below -104
+ * gives 0, above ln(FLT_MAX) inf, whatever d; NaN stays NaN.  A d carries
+ * what a rounded x - d would lose: x = -z^2 exactly and d its low part.
  * NOTE: the clamp and the out-of-range results are bit masks, not ?:
  * selects: gcc turns those into branches here, sinks the float ops that feed
  * them into the branches, and then cannot vectorise the loop (a conditional
  * float op may trap). */
 AMPC_HOST_DEVICE float
-ampc_exp_f32(float x)
+ampc_exp_minus_f32(float x, float d)
 {
     const float lo = -104.0f, hi = 88.72283935546875f;
     uint32_t below = 0u - (uint32_t)(x < lo);
@@ -149,7 +162,7 @@ ampc_exp_f32(float x)
                                   (ampc_f32_bits(lo) & below) |
                                   (ampc_f32_bits(hi) & above));
     int32_t n;
-    float p = ampc_exp_reduced(xc, &n);
+    float p = ampc_exp_reduced(xc, d, &n);
     /* p > 0, so a scale of 0 gives 0 and one of inf gives inf */
     int32_t n1 = n >> 1;
     int32_t n2 = n - n1;
@@ -159,21 +172,36 @@ ampc_exp_f32(float x)
     return p * s1 * s2;
 }
 
-/* e^x for x <= 0 (a logit minus its row's max), the hot case of the
- * forward passes: ampc_exp_f32 with one power of two and no upper clamp,
- * about 1.6 times faster.  Results below FLT_MIN (x < -87.34) flush to 0,
- * which no probability rounded to a float dtype misses; NaN stays NaN.
- * NOTE: not for x > 0 (above 88.37 the power of two overflows). */
+/* e^x, as above. */
+AMPC_HOST_DEVICE float
+ampc_exp_f32(float x)
+{
+    return ampc_exp_minus_f32(x, 0.0f);
+}
+
+/* e^(x - d) for x - d <= 0 (a logit minus its row's max, -x^2 / 2), the
+ * hot case: ampc_exp_minus_f32 with one power of two and no upper clamp,
+ * about 1.4 times faster.  Results below FLT_MIN (x - d < -87.34) flush to
+ * 0, which no probability rounded to a float dtype misses; NaN stays NaN.
+ * NOTE: not for x - d > 0 (above 88.37 the power of two overflows). */
+AMPC_HOST_DEVICE float
+ampc_exp_nonpos_minus_f32(float x, float d)
+{
+    const float lo = -87.3365447505531f;
+    uint32_t below = 0u - (uint32_t)(AMPC_SUB(x, d) < lo);
+    float xc = ampc_f32_from_bits((ampc_f32_bits(x) & ~below) |
+                                  (ampc_f32_bits(lo) & below));
+    float dc = ampc_f32_from_bits(ampc_f32_bits(d) & ~below);
+    int32_t n;
+    float p = ampc_exp_reduced(xc, dc, &n);
+    return p * ampc_f32_from_bits(((uint32_t)(n + 127) << 23) & ~below);
+}
+
+/* e^x for x <= 0, as above. */
 AMPC_HOST_DEVICE float
 ampc_exp_nonpos_f32(float x)
 {
-    const float lo = -87.3365447505531f;
-    uint32_t below = 0u - (uint32_t)(x < lo);
-    float xc = ampc_f32_from_bits((ampc_f32_bits(x) & ~below) |
-                                  (ampc_f32_bits(lo) & below));
-    int32_t n;
-    float p = ampc_exp_reduced(xc, &n);
-    return p * ampc_f32_from_bits(((uint32_t)(n + 127) << 23) & ~below);
+    return ampc_exp_nonpos_minus_f32(x, 0.0f);
 }
 
 // ----------------------------------------------------------------------------

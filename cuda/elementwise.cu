@@ -162,7 +162,7 @@ unary_c(int op, float a)
     case AMPC_UN_SQRT:
         return sqrtf(a);
     case AMPC_UN_EXP:
-        return expf(a);
+        return ampc_exp_f32(a);
     case AMPC_UN_LOG:
         return logf(a);
     case AMPC_UN_RELU:

@@ -81,6 +81,38 @@ def test_float32_against_float64(cpu_level, op, grad):
                                else 3e-6, atol=1e-7 if grad else 1e-37)
 
 
+def _float32_grid(lo, hi, n, extra=()):
+    """n float32 values spread over [lo, hi], odd in count, plus extras."""
+    x = np.concatenate([np.linspace(lo, hi, n), extra])
+    return x.astype(np.float32)
+
+
+def test_exp_sigmoid_tanh_over_the_float32_range(cpu_level):
+    """The branch-free exp (two powers of two: subnormal results and
+    FLT_MAX), sigmoid from e^-|x| (both tails; results below FLT_MIN flush
+    to 0) and tanh on both sides of its polynomial's edge at 0.625, each
+    within a few ulps of float64."""
+    x = _float32_grid(-110.0, 88.72, 4001, [88.7228, 88.73, -103.9, 1e-30])
+    with np.errstate(over="ignore"):
+        want = np.exp(x.astype(np.float64))
+    assert_close(C.unary("exp", ampc.tensor(x)), want, "float32",
+                 rtol=4 * 2.0 ** -24, atol=2.0 ** -149)
+
+    x = _float32_grid(-120.0, 120.0, 3001, [-87.3, 17.0, -17.0, 0.0])
+    want = 1.0 / (1.0 + np.exp(-x.astype(np.float64)))
+    assert_close(C.unary("sigmoid", ampc.tensor(x)), want, "float32",
+                 rtol=4 * 2.0 ** -24, atol=2.0 ** -126)
+
+    edge = np.nextafter(np.float32(0.625), np.float32([0.0, 1.0]))
+    x = _float32_grid(-12.0, 12.0, 2001, [*edge, *-edge, 0.625, 1e-30,
+                                         50.0, -50.0])
+    got = C.unary("tanh", ampc.tensor(x))
+    assert_close(got, np.tanh(x.astype(np.float64)), "float32",
+                 rtol=4 * 2.0 ** -24, atol=0.0)
+    signs = np.signbit(to64(C.unary("tanh", ampc.tensor([-0.0, 0.0]))))
+    assert list(signs) == [True, False]
+
+
 @pytest.mark.parametrize("op", sorted(REF))
 @pytest.mark.parametrize("dtype", FLOAT_NAMES)
 def test_dtypes_and_devices(device, op, dtype):

@@ -253,24 +253,39 @@ BIT_EXACT_SOURCES = ("optim", "random", "dropout", "amp", "copy", "relu",
                      "pool", "avg_pool", "norm")
 
 
-def _contractions(ptx, ty):
-    """(function, count) of the places in PTX text where nvcc fused a
-    multiply and an add of type ty (an fma), or left a plain mul whose
-    result a plain add or sub reads (ptxas may fuse that pair): gcc rounds
-    both, so a CPU result would differ."""
-    reg = r"%fd\d+" if ty == "f64" else r"%f\d+"
-    found = []
+def _functions(ptx):
+    """(name, body) of each entry or function in PTX text."""
     for body in re.split(r"\n(?=(?:\.visible |\.weak )?\.(?:entry|func))",
                          ptx):
+        name = re.search(r"\.(?:entry|func)\s+(?:\([^)]*\)\s*)?([\w$]+)",
+                         body)
+        yield (name.group(1) if name else "?"), body
+
+
+def _fma_counts(ptx, ty):
+    """{function: number of fma instructions of type ty}."""
+    return {name: len(re.findall(rf"\bfma\.\w+\.{ty}\b", body))
+            for name, body in _functions(ptx)}
+
+
+def _contractions(ptx, ty, explicit=None):
+    """(function, count) of the places in PTX text where nvcc fused a
+    multiply and an add of type ty (an fma beyond the function's count in
+    `explicit`, the fmas the source writes out, AMPC_FMA), or left a plain
+    mul whose result a plain add or sub reads (ptxas may fuse that pair):
+    gcc rounds both, so a CPU result would differ."""
+    reg = r"%fd\d+" if ty == "f64" else r"%f\d+"
+    explicit = explicit or {}
+    found = []
+    for name, body in _functions(ptx):
         muls = set(re.findall(rf"\bmul\.{ty}\s+({reg}),", body))
         n = len(re.findall(rf"\bfma\.\w+\.{ty}\b", body))
+        n -= explicit.get(name, 0)
         for m in re.finditer(rf"\b(?:add|sub)\.{ty}\s+{reg},\s*([^,]+),"
                              rf"\s*([^;]+);", body):
             n += (m.group(1).strip() in muls) + (m.group(2).strip() in muls)
         if n:
-            name = re.search(r"\.(?:entry|func)\s+(?:\([^)]*\)\s*)?([\w$]+)",
-                             body)
-            found.append((name.group(1) if name else "?", n))
+            found.append((name, n))
     return found
 
 
@@ -280,10 +295,12 @@ def _contractions(ptx, ty):
 def test_bit_exact_kernels_leave_nothing_to_fuse(tmp_path):
     """nvcc contracts a * b + c into one FMA unless told not to; the shared
     headers use __fmul_rn / __fadd_rn (AMPC_MUL / AMPC_ADD) where a product
-    feeds a sum.  Checked in the PTX of the kernels that the GPU tests
-    compare with the CPU bit for bit (float32; random's float64 too; the
-    fixed-op element-wise kernels), so a plain a * b + c added to those
-    headers fails here, not on a GPU."""
+    feeds a sum, and AMPC_FMA (fmaf on the CPU levels, the same bits) where
+    they want a fused one.  Checked in the PTX of the kernels that the GPU
+    tests compare with the CPU bit for bit (float32; random's float64 too;
+    the fixed-op element-wise kernels): each function may hold only the
+    fmas that a -fmad=false compile (which fuses nothing itself) leaves, so
+    a plain a * b + c added to those headers fails here, not on a GPU."""
     nvcc = _nvcc()
     if nvcc is None:
         pytest.skip("nvcc is no longer found")
@@ -292,20 +309,29 @@ def test_bit_exact_kernels_leave_nothing_to_fuse(tmp_path):
     for d in _include_dirs():
         flags += ["-isystem", d]
 
-    def ptx_of(stem):
-        out = tmp_path / (stem + ".ptx")
-        run = subprocess.run([nvcc, *flags, f"cuda/{stem}.cu", "-o",
-                              str(out)], cwd=REPO, capture_output=True,
+    def ptx_of(job):
+        stem, fmad = job
+        out = tmp_path / f"{stem}.{fmad}.ptx"
+        run = subprocess.run([nvcc, *flags, f"-fmad={fmad}", f"cuda/{stem}.cu",
+                              "-o", str(out)], cwd=REPO, capture_output=True,
                              text=True)
         assert run.returncode == 0, run.stdout + run.stderr
-        return stem, out.read_text()
+        return job, out.read_text()
 
+    stems = BIT_EXACT_SOURCES + ("elementwise",)
     with ThreadPoolExecutor(max_workers=min(4, os.cpu_count() or 1)) as ex:
-        ptx = dict(ex.map(ptx_of, BIT_EXACT_SOURCES + ("elementwise",)))
-    ew = ptx.pop("elementwise")
-    bad = {f"{stem}.cu float32": _contractions(text, "f32")
-           for stem, text in ptx.items()}
-    bad["random.cu float64"] = _contractions(ptx["random"], "f64")
+        out = dict(ex.map(ptx_of, [(stem, fmad) for stem in stems
+                                   for fmad in ("true", "false")]))
+    ptx = {stem: out[stem, "true"] for stem in stems}
+    written = {stem: out[stem, "false"] for stem in stems}
+
+    def contractions(stem, ty):
+        return _contractions(ptx[stem], ty, _fma_counts(written[stem], ty))
+
+    bad = {f"{stem}.cu float32": contractions(stem, "f32")
+           for stem in BIT_EXACT_SOURCES}
+    bad["random.cu float64"] = contractions("random", "f64")
+    ew = ptx["elementwise"]
     # elementwise.cu: the kernels of a fixed op + - * / max min and the
     # activations' backward (binary ops 7-9), and of the activations
     # (unary ops 9-14: gelu, gelu_tanh, silu and their derivatives); the
@@ -318,7 +344,8 @@ def test_bit_exact_kernels_leave_nothing_to_fuse(tmp_path):
              if exact_op.search(n)]
     assert names, "no fixed-op element-wise kernel found in the PTX"
     bad["elementwise.cu fixed ops"] = [
-        (n, c) for n, c in _contractions(ew, "f32") if exact_op.search(n)]
+        (n, c) for n, c in contractions("elementwise", "f32")
+        if exact_op.search(n)]
     bad = {k: v for k, v in bad.items() if v}
     assert not bad, f"fused or fusable multiply-adds: {bad}"
 
@@ -334,3 +361,5 @@ def test_contraction_finder_finds_both_forms():
     assert _contractions(rounded, "f32") == []
     assert _contractions(plain.replace("f32", "f64").replace("%f", "%fd"),
                          "f64") == [("k", 1)]
+    assert _contractions(fused, "f32", {"k": 1}) == []
+    assert _fma_counts(fused, "f32") == {"k": 1}
