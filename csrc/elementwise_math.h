@@ -81,6 +81,41 @@ ampc_tanh_f32(float x)
     return copysignf(ampc_select_f32(a < 0.625f, poly, big), x);
 }
 
+/* log x, branch-free so that loops over it vectorise (and the GPU gets the
+ * same bits): x = 2^k m with m in [sqrt(1/2), sqrt(2)) (a subnormal x
+ * scaled by 2^25 first), log m = f - f^2 / 2 + f^3 P(f) with f = m - 1
+ * exact (Cephes' logf polynomial, under 1 ulp), and k ln 2 added in two
+ * parts, its exact high part last.  log(+-0) = -inf, a negative x gives
+ * NaN, inf inf, NaN NaN. */
+AMPC_HOST_DEVICE float
+ampc_log_f32(float x)
+{
+    const uint32_t sqrt_half = 0x3f3504f3u;    /* the bits of sqrt(1/2) */
+    int tiny = x < 1.17549435e-38f;             /* below FLT_MIN */
+    float xs = ampc_select_f32(tiny, AMPC_MUL(x, 33554432.0f), x);
+    uint32_t ix = ampc_f32_bits(xs) - sqrt_half;
+    int32_t k = ((int32_t)ix >> 23) - (int32_t)(25u & (0u - (uint32_t)tiny));
+    float f = ampc_f32_from_bits((ix & 0x007fffffu) + sqrt_half) - 1.0f;
+    float z = AMPC_MUL(f, f);
+    float p = AMPC_FMA(7.0376836292e-2f, f, -1.1514610310e-1f);
+    p = AMPC_FMA(p, f, 1.1676998740e-1f);
+    p = AMPC_FMA(p, f, -1.2420140846e-1f);
+    p = AMPC_FMA(p, f, 1.4249322787e-1f);
+    p = AMPC_FMA(p, f, -1.6668057665e-1f);
+    p = AMPC_FMA(p, f, 2.0000714765e-1f);
+    p = AMPC_FMA(p, f, -2.4999993993e-1f);
+    p = AMPC_FMA(p, f, 3.3333331174e-1f);
+    float kf = (float)k;
+    float y = AMPC_MUL(AMPC_MUL(p, f), z);
+    y = AMPC_FMA(kf, -2.12194440e-4f, y);
+    y = AMPC_FMA(z, -0.5f, y);
+    float r = AMPC_FMA(kf, 0.693359375f, AMPC_ADD(f, y));
+    r = ampc_select_f32(x == INFINITY, x, r);
+    r = ampc_select_f32(x < 0.0f, NAN, r);
+    r = ampc_select_f32(x == 0.0f, -INFINITY, r);
+    return ampc_select_f32(x != x, x, r);
+}
+
 /* As torch.sign: sign(+-0) = +0 and sign(NaN) = 0 (pytorch#41245; NumPy
  * gives NaN). */
 AMPC_HOST_DEVICE float

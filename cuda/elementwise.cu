@@ -164,7 +164,7 @@ unary_c(int op, float a)
     case AMPC_UN_EXP:
         return ampc_exp_f32(a);
     case AMPC_UN_LOG:
-        return logf(a);
+        return ampc_log_f32(a);
     case AMPC_UN_RELU:
         return ampc_relu_f32(a);
     case AMPC_UN_SIGMOID:

@@ -87,11 +87,12 @@ def _float32_grid(lo, hi, n, extra=()):
     return x.astype(np.float32)
 
 
-def test_exp_sigmoid_tanh_over_the_float32_range(cpu_level):
+def test_exp_log_sigmoid_tanh_over_the_float32_range(cpu_level):
     """The branch-free exp (two powers of two: subnormal results and
     FLT_MAX), sigmoid from e^-|x| (both tails; results below FLT_MIN flush
-    to 0) and tanh on both sides of its polynomial's edge at 0.625, each
-    within a few ulps of float64."""
+    to 0), tanh on both sides of its polynomial's edge at 0.625 and log
+    (subnormal inputs, 0, negatives, inf), each within a few ulps of
+    float64."""
     x = _float32_grid(-110.0, 88.72, 4001, [88.7228, 88.73, -103.9, 1e-30])
     with np.errstate(over="ignore"):
         want = np.exp(x.astype(np.float64))
@@ -111,6 +112,17 @@ def test_exp_sigmoid_tanh_over_the_float32_range(cpu_level):
                  rtol=4 * 2.0 ** -24, atol=0.0)
     signs = np.signbit(to64(C.unary("tanh", ampc.tensor([-0.0, 0.0]))))
     assert list(signs) == [True, False]
+
+    # log: every binade, subnormals included, and its special values
+    x = np.concatenate([np.geomspace(1.4e-45, 3.4e38, 4001),
+                        np.linspace(0.5, 2.0, 1001), [1.0, 0.0, -0.0,
+                                                      -1.0, np.inf, -np.inf,
+                                                      np.nan]])
+    x = x.astype(np.float32)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        want = np.log(x.astype(np.float64))
+    assert_close(C.unary("log", ampc.tensor(x)), want, "float32",
+                 rtol=2 * 2.0 ** -24, atol=0.0)
 
 
 @pytest.mark.parametrize("op", sorted(REF))

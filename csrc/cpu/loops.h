@@ -297,7 +297,7 @@ ampc_unary_f32(ampc_unary_op op, int64_t n, const float *a, float *o)
         break;
     case AMPC_UN_LOG:
         for (i = 0; i < n; i++) {
-            o[i] = logf(a[i]);
+            o[i] = ampc_log_f32(a[i]);
         }
         break;
     case AMPC_UN_RELU:
