@@ -455,39 +455,68 @@ def section_pool(args):
         print(row, flush=True)
 
 
-def section_activation(args):
-    """GELU (exact and tanh) and SiLU forward + backward on (batch, 4096)
-    float32, each validated against torch (or the exact formula)."""
+def _activation_cases():
+    """(label, ampc function, torch function name, exact float64 formula,
+    positive input only) of the activation section."""
     import math
+    erfc = np.vectorize(math.erfc)
+    F = ampc.nn.functional
+    return (
+        ("gelu", F.gelu, "nn.functional.gelu",
+         lambda v: v * 0.5 * erfc(-v / math.sqrt(2.0)), False),
+        ("gelu tanh", lambda x: F.gelu(x, approximate="tanh"),
+         "nn.functional.gelu", None, False),
+        ("silu", F.silu, "nn.functional.silu",
+         lambda v: v / (1.0 + np.exp(-v)), False),
+        ("sigmoid", ampc.sigmoid, "sigmoid",
+         lambda v: 1.0 / (1.0 + np.exp(-v)), False),
+        ("tanh", ampc.tanh, "tanh", np.tanh, False),
+        ("exp", ampc.exp, "exp", np.exp, False),
+        ("log", ampc.log, "log", np.log, True),
+    )
+
+
+def _torch_fn(dotted, label):
+    fn = torch
+    for part in dotted.split("."):
+        fn = getattr(fn, part)
+    if label == "gelu tanh":
+        return lambda x: fn(x, approximate="tanh")
+    return fn
+
+
+def section_activation(args):
+    """GELU (exact and tanh), SiLU, sigmoid, tanh, exp and log forward +
+    backward on (batch, 4096) float32, each validated against torch (or
+    the exact formula)."""
     shape = (args.batch, 4096)
     print(f"\nactivations {shape} float32: forward + backward, ms")
     print(f"{'op':<34}{'ampc':>8}{'torch':>8}{'ampc/torch':>12}")
-    xs = np.random.default_rng(0).standard_normal(shape).astype(np.float32)
-    exact = {"gelu": lambda v: v * 0.5 * np.vectorize(math.erfc)(
-                 -v / math.sqrt(2.0)),
-             "silu": lambda v: v / (1.0 + np.exp(-v))}
-    for name, kw in (("gelu", {}), ("gelu", {"approximate": "tanh"}),
-                     ("silu", {})):
-        label = name + (" tanh" if kw else "")
+    normal = np.random.default_rng(0).standard_normal(shape).astype(
+        np.float32)
+    for label, fn, tname, exact, positive in _activation_cases():
+        xs = np.abs(normal) + np.float32(0.01) if positive else normal
         x = ampc.tensor(xs, requires_grad=True)
-        y = getattr(ampc.nn.functional, name)(x, **kw)
+        y = fn(x)
         if torch is not None:
+            tfn = _torch_fn(tname, label)
             tx = torch.from_numpy(xs).requires_grad_()
-            want = getattr(torch.nn.functional, name)(tx, **kw).detach()
-            check(label, y.detach().numpy(), want.numpy(), "float32")
-        elif not kw:
-            check(label, y.detach().numpy(), exact[name](xs[:64]), "float32")
+            check(label, y.detach().numpy(), tfn(tx).detach().numpy(),
+                  "float32")
+        elif exact is not None:
+            check(label, y.detach().numpy()[:64], exact(
+                xs[:64].astype(np.float64)), "float32")
         g = ampc.ones(*shape)
 
-        def step(x=x, g=g, name=name, kw=kw):
-            getattr(ampc.nn.functional, name)(x, **kw).backward(g)
+        def step(x=x, g=g, fn=fn):
+            fn(x).backward(g)
         ms = best_time(step, args) * 1e3
         row = f"{label:<34}{ms:>8.2f}"
         if torch is not None:
             tg = torch.ones(*shape)
 
-            def tstep(tx=tx, tg=tg, name=name, kw=kw):
-                getattr(torch.nn.functional, name)(tx, **kw).backward(tg)
+            def tstep(tx=tx, tg=tg, tfn=tfn):
+                tfn(tx).backward(tg)
             tms = best_time(tstep, args) * 1e3
             row += f"{tms:>8.2f}{ms / tms:>12.2f}"
         print(row, flush=True)

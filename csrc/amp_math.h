@@ -11,10 +11,14 @@
 #include <stdint.h>
 #include <string.h>
 
+/* Always inlined, on the host as on the device: a copy left out of line
+ * would be compiled for the baseline ISA, not for the SIMD level of the
+ * loop that calls it, so that loop would not vectorise and AMPC_FMA would
+ * become a call to libm's fmaf. */
 #if defined(__CUDACC__)
 #define AMPC_HOST_DEVICE __host__ __device__ __forceinline__
 #else
-#define AMPC_HOST_DEVICE static inline
+#define AMPC_HOST_DEVICE static inline __attribute__((always_inline))
 #endif
 
 // ----------------------------------------------------------------------------

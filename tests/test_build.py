@@ -83,6 +83,27 @@ def test_cpu_only_build(tmp_path):
     assert path.startswith(str(lib))    # the copy, not the installed ampc
     assert (built, config, available) == ("False", "False", "False")
     assert any_slot == "False"          # the CUDA table stays empty
+    _simd_objects_do_not_call_fmaf(tmp_path / "temp")
+
+
+def _simd_objects_do_not_call_fmaf(temp):
+    """The AVX2 and AVX-512 objects inline the shared math (AMPC_HOST_DEVICE
+    is always_inline): a helper left out of line would be compiled for the
+    baseline ISA, its loop scalar and each AMPC_FMA a call to libm's fmaf
+    (gelu_backward ran 40 times slower so)."""
+    nm = shutil.which("nm")
+    if nm is None:
+        return
+    objects = [o for level in ("avx2", "avx512")
+               for o in temp.rglob(f"cpu/{level}/*.o")]
+    assert objects, f"no SIMD-level objects under {temp}"
+    calls = {}
+    for obj in objects:
+        out = subprocess.run([nm, "-u", str(obj)], capture_output=True,
+                             text=True, check=True).stdout.split()
+        if "fmaf" in out:
+            calls[obj.name] = obj.parent.name
+    assert not calls, f"SIMD objects calling libm's fmaf: {calls}"
 
 
 def test_architecture_older_than_volta_is_refused(tmp_path):
