@@ -43,7 +43,9 @@ ampc_half_square_split(float x, float *head, float *tail)
  * Numerical Recipes, erfcc; relative error within 1.2e-7): relative, so
  * GELU's negative tail, x Phi(x) with Phi(x) tiny, stays accurate.  a^2 is
  * x^2 / 2 split by ampc_half_square_split (head, tail), and -a^2 + P one
- * exp's argument, so nothing large rounds. */
+ * exp's argument, so nothing large rounds; the full exp, which keeps
+ * subnormal results: x Phi(x) is a normal float down to x = -13.13, where
+ * Phi(x) is already subnormal. */
 AMPC_HOST_DEVICE float
 ampc_normal_cdf_split_f32(float x, float head, float tail)
 {
@@ -58,7 +60,7 @@ ampc_normal_cdf_split_f32(float x, float head, float tail)
     p = AMPC_FMA(t, p, 0.37409196f);
     p = AMPC_FMA(t, p, 1.00002368f);
     p = AMPC_FMA(t, p, -1.26551223f);
-    float e = AMPC_MUL(t, ampc_exp_nonpos_minus_f32(-head, AMPC_SUB(tail, p)));
+    float e = AMPC_MUL(t, ampc_exp_minus_f32(-head, AMPC_SUB(tail, p)));
     return 0.5f * ampc_select_f32(x > 0.0f, 2.0f - e, e);
 }
 
@@ -84,7 +86,7 @@ ampc_gelu_grad_f32(float x)
 {
     float head, tail;
     ampc_half_square_split(x, &head, &tail);
-    float pdf = AMPC_MUL(AMPC_INV_SQRT_2PI, ampc_exp_nonpos_minus_f32(-head, tail));
+    float pdf = AMPC_MUL(AMPC_INV_SQRT_2PI, ampc_exp_minus_f32(-head, tail));
     return AMPC_FMA(x, pdf, ampc_normal_cdf_split_f32(x, head, tail));
 }
 

@@ -41,13 +41,15 @@ ampc_relu_f32(float x)
 }
 
 /* sigmoid(x) and sigmoid(-x) from one exp that cannot overflow: e =
- * e^-|x|, 1 / (1 + e) and e / (1 + e), neither cancelling; results below
- * FLT_MIN (x < -87.3) flush to 0.  With nn_math.h's branch-free exp, so the
- * CPU loop vectorises and the GPU computes the same bits. */
+ * e^-|x|, 1 / (1 + e) and e / (1 + e), neither cancelling; the full exp,
+ * not the non-positive one, whose flush below FLT_MIN would zero silu(x) =
+ * x sigmoid(x) on (-88.7, -87.3), where it is a normal float.  With
+ * nn_math.h's branch-free exp, so the CPU loop vectorises and the GPU
+ * computes the same bits. */
 AMPC_HOST_DEVICE float
 ampc_sigmoid_pair_f32(float x, float *neg)
 {
-    float e = ampc_exp_nonpos_f32(-fabsf(x));
+    float e = ampc_exp_f32(-fabsf(x));
     float s = 1.0f / AMPC_ADD(1.0f, e);
     float es = AMPC_MUL(e, s);
     int nonneg = x >= 0.0f;

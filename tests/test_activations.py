@@ -60,8 +60,11 @@ def _ref(fn, x):
 def _inputs(n, seed=0):
     """Odd-length random values plus the tails and special points."""
     rng = np.random.default_rng(seed)
+    # -13.13 and -13.2: gelu and gelu' are normal where Phi is subnormal;
+    # -87.5 and -88: silu is normal where sigmoid is below FLT_MIN
     special = [0.0, -0.0, 1e-30, -1e-30, 1e-4, -1e-4, 0.5, -0.5, 3.0, -3.0,
-               5.5, -5.5, 9.0, -9.0, 12.0, -12.0, 30.0, -30.0, 100.0,
+               5.5, -5.5, 9.0, -9.0, 12.0, -12.0, -13.1347294, -13.2,
+               -13.2369909, 30.0, -30.0, -87.5, -87.6394424, -88.0, 100.0,
                -100.0]
     return np.concatenate([rng.normal(scale=3.0, size=n), special])
 
@@ -89,8 +92,7 @@ def _float32_grid(lo, hi, n, extra=()):
 
 def test_exp_log_sigmoid_tanh_over_the_float32_range(cpu_level):
     """The branch-free exp (two powers of two: subnormal results and
-    FLT_MAX), sigmoid from e^-|x| (both tails; results below FLT_MIN flush
-    to 0), tanh on both sides of its polynomial's edge at 0.625 and log
+    FLT_MAX), sigmoid from e^-|x| (both tails, subnormal results kept), tanh on both sides of its polynomial's edge at 0.625 and log
     (subnormal inputs, 0, negatives, inf), each within a few ulps of
     float64."""
     x = _float32_grid(-110.0, 88.72, 4001, [88.7228, 88.73, -103.9, 1e-30])
@@ -102,7 +104,7 @@ def test_exp_log_sigmoid_tanh_over_the_float32_range(cpu_level):
     x = _float32_grid(-120.0, 120.0, 3001, [-87.3, 17.0, -17.0, 0.0])
     want = 1.0 / (1.0 + np.exp(-x.astype(np.float64)))
     assert_close(C.unary("sigmoid", ampc.tensor(x)), want, "float32",
-                 rtol=4 * 2.0 ** -24, atol=2.0 ** -126)
+                 rtol=4 * 2.0 ** -24, atol=4 * 2.0 ** -149)
 
     edge = np.nextafter(np.float32(0.625), np.float32([0.0, 1.0]))
     x = _float32_grid(-12.0, 12.0, 2001, [*edge, *-edge, 0.625, 1e-30,
@@ -123,6 +125,23 @@ def test_exp_log_sigmoid_tanh_over_the_float32_range(cpu_level):
         want = np.log(x.astype(np.float64))
     assert_close(C.unary("log", ampc.tensor(x)), want, "float32",
                  rtol=2 * 2.0 ** -24, atol=0.0)
+
+
+@pytest.mark.parametrize("op", ["gelu", "silu"])
+def test_deep_negative_tails(cpu_level, op):
+    """Where sigmoid(x) or Phi(x) is below FLT_MIN (x < -87.3, x < -13.1)
+    the results x f(x) and the derivatives can still be normal floats (or
+    subnormal ones): they are kept, within a few ulps of their size, not
+    flushed to 0."""
+    x = np.float32(np.linspace(-13.0, -13.6, 61) if op == "gelu"
+                   else np.linspace(-87.0, -89.0, 81))
+    for grad in (False, True):
+        got = to64(C.unary(op + "_grad" if grad else op, ampc.tensor(x)))
+        want = _ref(REF[op][grad], x.astype(np.float64))
+        assert np.all(got != 0.0)
+        # a subnormal f(x) holds its rounding (half of 2^-149) absolutely,
+        # and x, up to 89, scales it: 64 such units
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=2.0 ** -143)
 
 
 @pytest.mark.parametrize("op", sorted(REF))

@@ -262,25 +262,33 @@ def _functions(ptx):
         yield (name.group(1) if name else "?"), body
 
 
-def _fma_counts(ptx, ty):
-    """{function: number of fma instructions of type ty}."""
-    return {name: len(re.findall(rf"\bfma\.\w+\.{ty}\b", body))
-            for name, body in _functions(ptx)}
-
-
-def _contractions(ptx, ty, explicit=None):
-    """(function, count) of the places in PTX text where nvcc fused a
-    multiply and an add of type ty (an fma beyond the function's count in
-    `explicit`, the fmas the source writes out, AMPC_FMA), or left a plain
-    mul whose result a plain add or sub reads (ptxas may fuse that pair):
-    gcc rounds both, so a CPU result would differ."""
-    reg = r"%fd\d+" if ty == "f64" else r"%f\d+"
-    explicit = explicit or {}
+def _libdevice_math(ptx):
+    """(function, count) of the places in PTX text that call libdevice or
+    use the approximate float32 special-function unit (expf, logf, fast
+    division): their bits are not the CPU's."""
     found = []
     for name, body in _functions(ptx):
+        n = len(re.findall(r"\b(?:ex2|lg2|tanh|rcp|rsqrt|sin|cos|sqrt|div)"
+                           r"\.approx(?:\.ftz)?\.f32\b|\bcall[^;]*__nv_",
+                           body))
+        if n:
+            found.append((name, n))
+    return found
+
+
+def _contractions(ptx, ty):
+    """(function, count) of the places in PTX text where nvcc fused a
+    multiply and an add of type ty (an fma outside inline asm: AMPC_FMA's
+    written ones are inline PTX), or left a plain mul whose result a plain
+    add or sub reads (ptxas may fuse that pair): gcc rounds both, so a CPU
+    result would differ."""
+    reg = r"%fd\d+" if ty == "f64" else r"%f\d+"
+    found = []
+    for name, body in _functions(ptx):
+        body = re.sub(r"// begin inline asm.*?// end inline asm", "", body,
+                      flags=re.S)
         muls = set(re.findall(rf"\bmul\.{ty}\s+({reg}),", body))
         n = len(re.findall(rf"\bfma\.\w+\.{ty}\b", body))
-        n -= explicit.get(name, 0)
         for m in re.finditer(rf"\b(?:add|sub)\.{ty}\s+{reg},\s*([^,]+),"
                              rf"\s*([^;]+);", body):
             n += (m.group(1).strip() in muls) + (m.group(2).strip() in muls)
@@ -295,12 +303,13 @@ def _contractions(ptx, ty, explicit=None):
 def test_bit_exact_kernels_leave_nothing_to_fuse(tmp_path):
     """nvcc contracts a * b + c into one FMA unless told not to; the shared
     headers use __fmul_rn / __fadd_rn (AMPC_MUL / AMPC_ADD) where a product
-    feeds a sum, and AMPC_FMA (fmaf on the CPU levels, the same bits) where
-    they want a fused one.  Checked in the PTX of the kernels that the GPU
-    tests compare with the CPU bit for bit (float32; random's float64 too;
-    the fixed-op element-wise kernels): each function may hold only the
-    fmas that a -fmad=false compile (which fuses nothing itself) leaves, so
-    a plain a * b + c added to those headers fails here, not on a GPU."""
+    feeds a sum, and AMPC_FMA (fmaf on the CPU levels, the same bits;
+    inline PTX on the GPU) where they want a fused one.  Checked in the PTX
+    of the kernels that the GPU tests compare with the CPU bit for bit
+    (float32; random's float64 too; the fixed-op and unary element-wise
+    kernels): no fma but the inline ones, no fusable pair, no libdevice
+    float32 math, so a plain a * b + c or an expf added to those headers
+    fails here, not on a GPU."""
     nvcc = _nvcc()
     if nvcc is None:
         pytest.skip("nvcc is no longer found")
@@ -309,37 +318,33 @@ def test_bit_exact_kernels_leave_nothing_to_fuse(tmp_path):
     for d in _include_dirs():
         flags += ["-isystem", d]
 
-    def ptx_of(job):
-        stem, fmad = job
-        out = tmp_path / f"{stem}.{fmad}.ptx"
-        run = subprocess.run([nvcc, *flags, f"-fmad={fmad}", f"cuda/{stem}.cu",
-                              "-o", str(out)], cwd=REPO, capture_output=True,
+    def ptx_of(stem):
+        out = tmp_path / (stem + ".ptx")
+        run = subprocess.run([nvcc, *flags, f"cuda/{stem}.cu", "-o",
+                              str(out)], cwd=REPO, capture_output=True,
                              text=True)
         assert run.returncode == 0, run.stdout + run.stderr
-        return job, out.read_text()
+        return stem, out.read_text()
 
-    stems = BIT_EXACT_SOURCES + ("elementwise",)
     with ThreadPoolExecutor(max_workers=min(4, os.cpu_count() or 1)) as ex:
-        out = dict(ex.map(ptx_of, [(stem, fmad) for stem in stems
-                                   for fmad in ("true", "false")]))
-    ptx = {stem: out[stem, "true"] for stem in stems}
-    written = {stem: out[stem, "false"] for stem in stems}
+        ptx = dict(ex.map(ptx_of, BIT_EXACT_SOURCES + ("elementwise",)))
 
     def contractions(stem, ty):
-        return _contractions(ptx[stem], ty, _fma_counts(written[stem], ty))
+        return _contractions(ptx[stem], ty) + _libdevice_math(ptx[stem])
 
     bad = {f"{stem}.cu float32": contractions(stem, "f32")
            for stem in BIT_EXACT_SOURCES}
-    bad["random.cu float64"] = contractions("random", "f64")
+    bad["random.cu float64"] = _contractions(ptx["random"], "f64")
     ew = ptx["elementwise"]
     # elementwise.cu: the kernels of a fixed op + - * / max min and the
-    # activations' backward (binary ops 7-9), and of the activations
-    # (unary ops 9-14: gelu, gelu_tanh, silu and their derivatives); the
-    # runtime-op ones also hold libdevice's pow, exp and log, which use FMAs
-    # and are compared with a tolerance
+    # activations' backward (binary ops 7-9), of the activations (unary ops
+    # 9-14: gelu, gelu_tanh, silu and their derivatives) and the runtime-op
+    # unary ones (Lin1: exp, log, sigmoid, tanh... all shared math); only
+    # the binary runtime-op and pow kernels hold libdevice (powf), compared
+    # with a tolerance
     exact_op = re.compile(r"(?:7BinaryFI(?:f|6__half|13__nv_bfloat16)"
                           r"Li[0-57-9]EE|6UnaryFI(?:f|6__half|13__nv_"
-                          r"bfloat16)Li(?:9|1[0-4])EE)")
+                          r"bfloat16)Li(?:n1|9|1[0-4])EE)")
     names = [n for n in re.findall(r"\.entry\s+(\w+)", ew)
              if exact_op.search(n)]
     assert names, "no fixed-op element-wise kernel found in the PTX"
@@ -361,5 +366,10 @@ def test_contraction_finder_finds_both_forms():
     assert _contractions(rounded, "f32") == []
     assert _contractions(plain.replace("f32", "f64").replace("%f", "%fd"),
                          "f64") == [("k", 1)]
-    assert _contractions(fused, "f32", {"k": 1}) == []
-    assert _fma_counts(fused, "f32") == {"k": 1}
+    written = fused.replace("\tfma", "\t// begin inline asm\n\tfma").replace(
+        "%f0;\n", "%f0;\n\t// end inline asm\n")
+    assert _contractions(written, "f32") == []
+    libm = (".visible .entry k(\n)\n{\n\tex2.approx.ftz.f32 \t%f1, %f0;\n"
+            "\tcall.uni (retval0), __nv_expf, (param0);\n}")
+    assert _libdevice_math(libm) == [("k", 2)]
+    assert _libdevice_math(fused) == []
