@@ -2,8 +2,9 @@
  * reductions, shared by the CPU loops (csrc/cpu/loops.h) and the CUDA
  * kernels (cuda/elementwise.cu, cuda/reduce.cu, cuda/random.cu): NaN rules
  * of maximum/minimum/relu/sign, pow's shortcuts, wrapping int64
- * arithmetic, and the exact conversions between dtypes and double.  Static inline in C, __host__
- * __device__ in nvcc, so the CPU tests cover the code the GPU runs.
+ * arithmetic, and the exact conversions between dtypes and double.  Static
+ * inline in C, __host__ __device__ in nvcc, so the CPU tests cover the code
+ * the GPU runs.
  */
 #ifndef AMPC_ELEMENTWISE_MATH_H
 #define AMPC_ELEMENTWISE_MATH_H
