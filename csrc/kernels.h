@@ -72,7 +72,7 @@ typedef enum {
     AMPC_UN_LOG,
     AMPC_UN_RELU,
     AMPC_UN_SIGN,
-    AMPC_UN_SIGMOID,
+    AMPC_UN_SIGMOID,        /* sigmoid .. reciprocal: float only */
     AMPC_UN_TANH,
     AMPC_UN_GELU,           /* x Phi(x) */
     AMPC_UN_GELU_TANH,      /* GELU(approximate="tanh") */

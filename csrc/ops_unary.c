@@ -29,7 +29,8 @@ unary_inner(void *ctx, int64_t n, char **p, const int64_t *s)
 }
 
 /* The dtype op computes in and the dtype it returns for input dtype dt:
- * an integer or bool input of a float-only op computes in float32,
+ * an integer or bool input of a float-only op (sqrt, exp, log, and
+ * kernels.h's run from sigmoid to reciprocal) computes in float32,
  * isfinite writes bool.  -1 with RuntimeError (naming fn) for a bool input
  * of an integer op. */
 static int
