@@ -561,7 +561,8 @@ def _make_function(name):
 
 _FUNCTIONS = [
     "add", "sub", "subtract", "mul", "multiply", "div", "divide",
-    "true_divide", "pow", "neg", "negative", "abs", "absolute", "sqrt", "exp",
+    "true_divide", "pow", "neg", "negative", "abs", "absolute", "sqrt",
+    "rsqrt", "reciprocal", "square", "exp",
     "log", "relu", "sign", "clamp", "clip", "maximum", "minimum", "sum",
     "mean", "max", "min", "argmax", "argmin", "eq", "ne", "lt", "le", "gt",
     "ge", "isnan", "isinf", "reshape", "transpose", "swapaxes", "t",

@@ -236,6 +236,8 @@ class _TensorOps:
     neg = negative = __neg__ = _unop("neg", _ag.Neg)
     abs = absolute = __abs__ = _unop("abs", _ag.Abs)
     sqrt = _unop("sqrt", _ag.Sqrt)
+    rsqrt = _unop("rsqrt", _ag.Rsqrt)
+    reciprocal = _unop("reciprocal", _ag.Reciprocal)
     exp = _unop("exp", _ag.Exp)
     log = _unop("log", _ag.Log)
     relu = _unop("relu", _ag.Relu)
@@ -246,6 +248,21 @@ class _TensorOps:
     neg_ = negative_ = _inplace_unop("neg", _ag.Neg)
     abs_ = _inplace_unop("abs", _ag.Abs)
     sqrt_ = _inplace_unop("sqrt", _ag.Sqrt)
+    rsqrt_ = _inplace_unop("rsqrt", _ag.Rsqrt)
+    reciprocal_ = _inplace_unop("reciprocal", _ag.Reciprocal)
+
+    def square(self):
+        """self ** 2 (x * x); an integer or bool tensor gives int64, as
+        torch.square."""
+        return self.pow(2)
+
+    def square_(self):
+        """In place: self ** 2."""
+        if self.dtype is _C.bool:
+            raise RuntimeError(
+                "square_(): result type Long can't be cast to the desired "
+                "output type Bool")
+        return self.pow_(2)
     exp_ = _inplace_unop("exp", _ag.Exp)
     log_ = _inplace_unop("log", _ag.Log)
     relu_ = _inplace_unop("relu", _ag.Relu)

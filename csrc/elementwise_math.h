@@ -1,9 +1,10 @@
 /* elementwise_math.h - the one-value rules of the element-wise ops and
  * reductions, shared by the CPU loops (csrc/cpu/loops.h) and the CUDA
  * kernels (cuda/elementwise.cu, cuda/reduce.cu, cuda/random.cu): NaN rules
- * of maximum/minimum/relu/sign, wrapping int64 arithmetic, and the exact
- * conversions between dtypes and double.  Static inline in C, __host__
- * __device__ in nvcc, so the CPU tests cover the code the GPU runs.
+ * of maximum/minimum/relu/sign, pow's shortcuts, wrapping int64
+ * arithmetic, and the exact conversions between dtypes and double.  Static
+ * inline in C, __host__ __device__ in nvcc, so the CPU tests cover the code
+ * the GPU runs.
  */
 #ifndef AMPC_ELEMENTWISE_MATH_H
 #define AMPC_ELEMENTWISE_MATH_H
@@ -124,6 +125,41 @@ AMPC_HOST_DEVICE float
 ampc_sign_f32(float x)
 {
     return (float)((x > 0.0f) - (x < 0.0f));
+}
+
+/* pow's shortcuts for a Python-number exponent, as PyTorch's: x ** 2,
+ * x ** 3 and x ** -2 are products (one rounding each, so x ** 3 of a
+ * float16 or bfloat16 overflows only if the float32 product does), x ** -1
+ * and x ** -0.5 divide.  The special values are the formulas': rsqrt(-0) =
+ * -inf where powf(-0, -0.5) = +inf. */
+AMPC_HOST_DEVICE float
+ampc_square_f32(float x)
+{
+    return AMPC_MUL(x, x);
+}
+
+AMPC_HOST_DEVICE float
+ampc_cube_f32(float x)
+{
+    return AMPC_MUL(AMPC_MUL(x, x), x);
+}
+
+AMPC_HOST_DEVICE float
+ampc_reciprocal_square_f32(float x)
+{
+    return 1.0f / AMPC_MUL(x, x);
+}
+
+AMPC_HOST_DEVICE float
+ampc_rsqrt_f32(float x)
+{
+    return 1.0f / sqrtf(x);
+}
+
+AMPC_HOST_DEVICE float
+ampc_reciprocal_f32(float x)
+{
+    return 1.0f / x;
 }
 
 // ----------------------------------------------------------------------------

@@ -72,7 +72,7 @@ typedef enum {
     AMPC_UN_LOG,
     AMPC_UN_RELU,
     AMPC_UN_SIGN,
-    AMPC_UN_SIGMOID,
+    AMPC_UN_SIGMOID,        /* sigmoid .. reciprocal: float only */
     AMPC_UN_TANH,
     AMPC_UN_GELU,           /* x Phi(x) */
     AMPC_UN_GELU_TANH,      /* GELU(approximate="tanh") */
@@ -80,6 +80,11 @@ typedef enum {
     AMPC_UN_GELU_GRAD,      /* the derivatives of the three above */
     AMPC_UN_GELU_TANH_GRAD,
     AMPC_UN_SILU_GRAD,
+    AMPC_UN_SQUARE,         /* x * x: pow's shortcut for x ** 2 */
+    AMPC_UN_CUBE,           /* x * x * x: x ** 3 */
+    AMPC_UN_RECIPROCAL_SQUARE,  /* 1 / (x * x): x ** -2 */
+    AMPC_UN_RSQRT,          /* 1 / sqrt(x): x ** -0.5 */
+    AMPC_UN_RECIPROCAL,     /* 1 / x: x ** -1 */
     AMPC_UN_ISFINITE,       /* output dtype is bool */
     AMPC_NUM_UNARY
 } ampc_unary_op;

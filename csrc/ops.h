@@ -49,6 +49,10 @@ int ampc_device_fill(AmpcTensorObject *t, const void *host_value,
 AmpcTensorObject *ampc_prepare_out(const char *fn, PyObject *out_obj, int nd,
                                    const int64_t *shape, ampc_dtype result,
                                    ampc_device dev);
+/* OP(a) into out_obj (None: a new tensor), with _C.unary's dtype rules;
+ * errors name fn.  New reference, or NULL with an exception. */
+PyObject *ampc_unary_into(const char *fn, ampc_unary_op op,
+                          AmpcTensorObject *a, PyObject *out_obj);
 /* Fills t with the Python number value. */
 int ampc_fill_value(AmpcTensorObject *t, PyObject *value, const char *fn);
 /* The index of name in names, or -1 with ValueError naming fn. */

@@ -456,6 +456,46 @@ has_negative(PyObject *e)
     return negative;
 }
 
+/* PyTorch's cheaper forms of tensor ** e for a Python number e (not bool)
+ * and a float result: the unary op that computes it, or -1 for plain pow
+ * (a tensor exponent, even 0-d, keeps pow's special values). */
+static int
+pow_shortcut(PyObject *a, PyObject *b)
+{
+    if (!ampc_tensor_check(a) || PyBool_Check(b)) {
+        return -1;
+    }
+    double e;
+    if (PyLong_Check(b)) {
+        int overflow;
+        long v = PyLong_AsLongAndOverflow(b, &overflow);
+        if (overflow || (v == -1 && PyErr_Occurred())) {
+            PyErr_Clear();
+            return -1;
+        }
+        e = (double)v;
+    }
+    else if (PyFloat_Check(b)) {
+        e = PyFloat_AS_DOUBLE(b);
+    }
+    else {
+        return -1;
+    }
+    static const struct {
+        double e;
+        ampc_unary_op op;
+    } forms[] = {
+        {2.0, AMPC_UN_SQUARE}, {3.0, AMPC_UN_CUBE},
+        {-2.0, AMPC_UN_RECIPROCAL_SQUARE}, {0.5, AMPC_UN_SQRT},
+        {-0.5, AMPC_UN_RSQRT}, {-1.0, AMPC_UN_RECIPROCAL}};
+    for (size_t i = 0; i < sizeof(forms) / sizeof(forms[0]); i++) {
+        if (e == forms[i].e) {
+            return forms[i].op;
+        }
+    }
+    return -1;
+}
+
 static PyObject *
 op_binary(PyObject *module, PyObject *args, PyObject *kwds)
 {
@@ -486,6 +526,13 @@ op_binary(PyObject *module, PyObject *args, PyObject *kwds)
     if ((op == AMPC_BIN_DIV || op >= AMPC_BIN_GELU_BACKWARD) &&
         !ampc_dtype_is_float(result)) {
         result = AMPC_FLOAT32;          /* true division; float-only ops */
+    }
+    if (op == AMPC_BIN_POW && ampc_dtype_is_float(result)) {
+        int shortcut = pow_shortcut(a, b);
+        if (shortcut >= 0) {
+            return ampc_unary_into(fn, (ampc_unary_op)shortcut,
+                                   AMPC_TENSOR(a), out_obj);
+        }
     }
     if (op == AMPC_BIN_POW && result == AMPC_BOOL) {
         result = AMPC_INT64;

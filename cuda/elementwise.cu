@@ -183,6 +183,16 @@ unary_c(int op, float a)
         return ampc_gelu_tanh_grad_f32(a);
     case AMPC_UN_SILU_GRAD:
         return ampc_silu_grad_f32(a);
+    case AMPC_UN_SQUARE:
+        return ampc_square_f32(a);
+    case AMPC_UN_CUBE:
+        return ampc_cube_f32(a);
+    case AMPC_UN_RECIPROCAL_SQUARE:
+        return ampc_reciprocal_square_f32(a);
+    case AMPC_UN_RSQRT:
+        return ampc_rsqrt_f32(a);
+    case AMPC_UN_RECIPROCAL:
+        return ampc_reciprocal_f32(a);
     default:
         return ampc_sign_f32(a);
     }

@@ -102,10 +102,11 @@ class Pow(Function):
             if bb.__class__ in (int, float) and bb == 0:
                 ga = _binary("mul", g, 0.0)
             else:
-                # b * a^(b-1)
+                # b * a^(b-1); a ** 1 is a (x ** 2's backward skips a pow)
                 bm1 = bb - 1 if b is None else _binary("sub", b, 1)
-                ga = _binary("mul", g,
-                             _binary("mul", _binary("pow", a, bm1), bb))
+                am1 = a if bm1.__class__ in (int, float) and bm1 == 1 \
+                    else _binary("pow", a, bm1)
+                ga = _binary("mul", g, _binary("mul", am1, bb))
         if need_b:
             # out * ln(a)
             if a is None:
@@ -179,6 +180,38 @@ class Sqrt(Function):
     def backward(ctx, g):
         out, = ctx.saved_tensors
         return _binary("div", g, _binary("mul", out, 2))
+
+
+class Rsqrt(Function):
+    autocast_op = "rsqrt"
+
+    @staticmethod
+    def forward(ctx, a):
+        out = _unary("rsqrt", a)
+        ctx.save_for_backward(out)
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        # d/dx x^-1/2 = -0.5 y^3 (PyTorch's rsqrt_backward)
+        out, = ctx.saved_tensors
+        return _binary("mul", _binary("mul", g, -0.5), _unary("cube", out))
+
+
+class Reciprocal(Function):
+    autocast_op = "reciprocal"
+
+    @staticmethod
+    def forward(ctx, a):
+        out = _unary("reciprocal", a)
+        ctx.save_for_backward(out)
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        # d/dx 1/x = -y^2
+        out, = ctx.saved_tensors
+        return _binary("mul", _unary("neg", g), _unary("square", out))
 
 
 class Exp(Function):

@@ -51,7 +51,8 @@ def graph_backward(node, g):
         f"{node.name()}: ampc has no differentiable backward for this op, "
         "so create_graph=True (higher-order gradients) cannot go through "
         "it; it can through element-wise arithmetic (+ - * / neg pow sqrt "
-        "exp log abs relu sigmoid tanh clamp maximum minimum), gelu, silu, "
+        "rsqrt reciprocal exp log abs relu sigmoid tanh clamp maximum "
+        "minimum), gelu, silu, "
         "leaky_relu, where, "
         "masked_fill, casts "
         "and device moves, "
@@ -162,6 +163,16 @@ def _abs(node, g):
 def _sqrt(node, g):
     out, = node.saved_tensors
     return g / (_saved_output(node, out) * 2)
+
+
+def _rsqrt(node, g):
+    y = _saved_output(node, node.saved_tensors[0])
+    return g * -0.5 * y ** 3
+
+
+def _reciprocal(node, g):
+    y = _saved_output(node, node.saved_tensors[0])
+    return -g * (y * y)
 
 
 def _exp(node, g):
@@ -627,6 +638,7 @@ def _make_formulas():
         _fn.Add: _add, _fn.Sub: _sub, _fn.Mul: _mul, _fn.Div: _div,
         _fn.Pow: _pow, _fn.Maximum: _maximum, _fn.Minimum: _maximum,
         _fn.Neg: _neg, _fn.Abs: _abs, _fn.Sqrt: _sqrt, _fn.Exp: _exp,
+        _fn.Rsqrt: _rsqrt, _fn.Reciprocal: _reciprocal,
         _fn.Log: _log, _fn.Relu: _relu, _fn.Sign: _sign,
         _fn.Sigmoid: _sigmoid, _fn.Tanh: _tanh,
         _fn.Clamp: _clamp, _fn.Where: _where, _fn.MaskedFill: _masked_fill,

@@ -345,6 +345,31 @@ ampc_unary_f32(ampc_unary_op op, int64_t n, const float *a, float *o)
             o[i] = ampc_silu_grad_f32(a[i]);
         }
         break;
+    case AMPC_UN_SQUARE:
+        for (i = 0; i < n; i++) {
+            o[i] = ampc_square_f32(a[i]);
+        }
+        break;
+    case AMPC_UN_CUBE:
+        for (i = 0; i < n; i++) {
+            o[i] = ampc_cube_f32(a[i]);
+        }
+        break;
+    case AMPC_UN_RECIPROCAL_SQUARE:
+        for (i = 0; i < n; i++) {
+            o[i] = ampc_reciprocal_square_f32(a[i]);
+        }
+        break;
+    case AMPC_UN_RSQRT:
+        for (i = 0; i < n; i++) {
+            o[i] = ampc_rsqrt_f32(a[i]);
+        }
+        break;
+    case AMPC_UN_RECIPROCAL:
+        for (i = 0; i < n; i++) {
+            o[i] = ampc_reciprocal_f32(a[i]);
+        }
+        break;
     default:
         for (i = 0; i < n; i++) {
             o[i] = ampc_sign_f32(a[i]);

@@ -1,5 +1,5 @@
-/* unary.c - neg, abs, sqrt, exp, log, relu, sign, sigmoid, tanh and
- * isfinite of a run: cpu/loops.h compiled for AVX2 + FMA + F16C.
+/* unary.c - every unary op (kernels.h's ampc_unary_op) of a run:
+ * cpu/loops.h compiled for AVX2 + FMA + F16C.
  */
 #if defined(__x86_64__)
 

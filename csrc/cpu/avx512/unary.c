@@ -1,5 +1,5 @@
-/* unary.c - neg, abs, sqrt, exp, log, relu, sign, sigmoid, tanh and
- * isfinite of a run: cpu/loops.h compiled for AVX-512 F/BW/VL.
+/* unary.c - every unary op (kernels.h's ampc_unary_op) of a run:
+ * cpu/loops.h compiled for AVX-512 F/BW/VL.
  */
 #if defined(__x86_64__)
 

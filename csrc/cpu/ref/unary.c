@@ -1,5 +1,5 @@
-/* unary.c - neg, abs, sqrt, exp, log, relu, sign, sigmoid, tanh and
- * isfinite of a run: portable C; the loops are in cpu/loops.h.
+/* unary.c - every unary op (kernels.h's ampc_unary_op) of a run:
+ * portable C; the loops are in cpu/loops.h.
  */
 #include "cpu/loops.h"
 
