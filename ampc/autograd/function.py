@@ -174,7 +174,12 @@ class BackwardNode(Node):
     _root_ref = None        # view nodes: weak reference to the base
     _root_fn = None         # view nodes: the base's grad_fn back then
     _tensor_hooks = None    # the output tensor's register_hook hooks
-    _out_slots = ()         # where _saved holds the (detached) output
+    _out_slots = ()         # where _saved holds the (detached) outputs
+    _out_of_slot = None     # _out_slots' output positions (multi_output)
+    _slot_grads = None      # several outputs: their gradients, filed
+    _out_metas = ()         # several outputs: (shape, dtype, device)
+    _materialize = True     # a missing output gradient arrives as zeros
+    _non_differentiable = frozenset()   # ids of the outputs marked so
 
     def save_for_backward(self, *tensors):
         """Keep tensors for backward; an in-place change to any of them
@@ -201,16 +206,26 @@ class BackwardNode(Node):
         return self._saved
 
     def mark_non_differentiable(self, *tensors):
-        pass    # only the first float output is differentiable anyway
+        """From forward: these outputs get no gradient (and do not require
+        grad), as PyTorch's."""
+        self._non_differentiable = frozenset(map(id, tensors))
+
+    def set_materialize_grads(self, value):
+        """From forward: False hands backward None, not zeros, for an
+        output that received no gradient."""
+        self._materialize = bool(value)
 
     def _release(self):
         self._released = True
         self._saved = ()
         self._versions = ()
+        if self._slot_grads is not None:
+            self._slot_grads = [None] * len(self._slot_grads)
 
-    def _apply(self, grad, engine_state, create_graph=False):
-        if self._released:
-            raise RuntimeError(_FREED_MSG)
+    def _incoming(self, grad, engine_state, create_graph):
+        """What every node does first with its gradient: the output
+        tensor's hooks, retain_grad(), and autograd.grad()'s capture; None
+        when the walk stops here."""
         if self._tensor_hooks:
             grad = _call_tensor_hooks(self._tensor_hooks, grad)
         if self._retained is not None:
@@ -221,12 +236,25 @@ class BackwardNode(Node):
                 if t is not None and t._retains_grad and t.grad_fn is self:
                     accumulate(t, grad)
         if engine_state is not None and engine_state.capture(self, grad):
-            return ()       # a wanted input, and nothing below it is
+            return None     # a wanted input, and nothing below it is
+        return grad
+
+    def _apply(self, grad, engine_state, create_graph=False):
+        if self._released:
+            raise RuntimeError(_FREED_MSG)
+        grad = self._incoming(grad, engine_state, create_graph)
+        if grad is None:
+            return ()
+        if self._slot_grads is None:
+            incoming = (grad,)
+        else:           # several outputs: grad is their slots' marker
+            from .multi_output import take_slot_grads
+            incoming = take_slot_grads(self)
         if create_graph:
             from .higher_order import graph_backward
-            grads = graph_backward(self, grad)
+            grads = graph_backward(self, *incoming)
         else:
-            grads = self._function.backward(self, grad)
+            grads = self._function.backward(self, *incoming)
         if grads.__class__ is not tuple:
             grads = (grads,)
         n = len(self.next_functions)
@@ -276,9 +304,11 @@ def _sum_to(fn_name, g, shape, graph=False):
 class Function:
     """Base class of differentiable operations.
 
-    Subclasses define ``forward(ctx, *args)`` and ``backward(ctx, grad)``
+    Subclasses define ``forward(ctx, *args)`` and ``backward(ctx, *grads)``
     as static methods and are called with ``Op.apply(*args)``.  ``backward``
-    returns one gradient (or None) per argument of ``forward``.
+    gets one gradient per differentiable output (a forward may return a
+    tuple of several; see multi_output.py) and returns one gradient (or
+    None) per argument of ``forward``.
 
     >>> import ampc
     >>> class Square(Function):
@@ -307,6 +337,14 @@ class Function:
         if cls.__dict__.get("_is_view"):
             attrs["_is_view"] = True
         cls._node_cls = type(name, (BackwardNode,), attrs)
+        # Every float output of a user's Function is differentiable, as in
+        # PyTorch; ampc's own ops that return a tuple differentiate its
+        # first float tensor only (the rest are statistics or indices).
+        if "_all_outputs_differentiable" not in cls.__dict__:
+            cls._all_outputs_differentiable = \
+                cls.__module__.partition(".")[0] != "ampc"
+
+    _all_outputs_differentiable = False
 
     # The op's name in csrc/autocast_ops.def, or None: apply() casts the
     # arguments by autocast's policy for that op before forward runs.
@@ -337,6 +375,8 @@ class Function:
                     _mode.enabled = True
                 if out.__class__ is tuple or isinstance(out, tuple):
                     return _attach_tuple(ctx, out, args)
+                if id(out) in ctx._non_differentiable:
+                    return out
                 return _attach(ctx, out, args)
         ctx = cls._node_cls()
         ctx.needs_input_grad = (False,) * len(args)
@@ -352,26 +392,35 @@ def autocast_listed(fn):
 
 
 def _attach_tuple(ctx, out, args):
-    """The first floating point tensor of a tuple output is the
-    differentiable one."""
+    """A tuple output: every float tensor not marked non-differentiable
+    gets a gradient, and backward one argument per output (a user's
+    Function, see multi_output.py), or the first such tensor only (ampc's
+    own ops)."""
     outs = list(out)
-    for i, o in enumerate(outs):
-        if isinstance(o, _TB) and o.dtype.is_floating_point:
-            outs[i] = _attach(ctx, o, args)
-            break
+    diff = [i for i, o in enumerate(outs)
+            if isinstance(o, _TB) and o.dtype.is_floating_point and
+            id(o) not in ctx._non_differentiable]
+    if diff and ctx._function._all_outputs_differentiable:
+        from .multi_output import attach_outputs
+        attach_outputs(ctx, outs, diff, args)
+    elif diff:
+        outs[diff[0]] = _attach(ctx, outs[diff[0]], args)
     return type(out)(outs) if type(out) is tuple else type(out)(*outs)
 
 
-def _attach(ctx, out, args):
-    """Make ``ctx`` the grad_fn of ``out`` and record the edges."""
-    if not out.dtype.is_floating_point:
-        return out
+def _own_identity(out, args):
+    """out, or when forward returned an input unchanged, a view of it: the
+    output gets its own identity, and the input's history is never
+    rewritten."""
     for a in args:
         if a is out:
-            # forward returned an input unchanged: give the output its own
-            # identity (a view), never rewrite the input's history
-            out = out._detach()
-            break
+            return out._detach()
+    return out
+
+
+def _record_edges(ctx, args):
+    """ctx's edges to the nodes of the arguments that need a gradient, and
+    its place in the creation order."""
     nexts = []
     metas = []
     leaves = None
@@ -395,20 +444,41 @@ def _attach(ctx, out, args):
     ctx.next_functions = tuple(nexts)
     ctx._metas = tuple(metas)
     ctx._seq = next(_sequence)
-    # A saved output would make a reference cycle (out -> node -> out):
-    # keep a detached view instead; it shares the version counter.
-    # (its slots are kept: create_graph=True gives a user's backward an
-    # alias whose grad_fn is this node there, see higher_order.py)
+
+
+def _detach_saved_outputs(ctx, outs):
+    """A saved output (outs: the differentiable ones, None elsewhere) would
+    make a reference cycle (out -> node -> out): keep a detached view of it
+    instead (it shares the version counter).
+    ``_out_slots`` records where (and ``_out_of_slot`` which output): with
+    create_graph=True a user's backward sees an alias whose grad_fn is the
+    output's node there, see higher_order.py."""
     saved = ctx._saved
-    if saved:
-        for t in saved:
-            if t is out:
-                slots = tuple(i for i, t in enumerate(saved) if t is out)
-                alias = out._detach()
-                ctx._saved = tuple(alias if i in slots else t
-                                   for i, t in enumerate(saved))
-                ctx._out_slots = slots
+    if not saved:
+        return
+    which = {}
+    for i, t in enumerate(saved):
+        for j, o in enumerate(outs):
+            if t is o and o is not None:
+                which[i] = j
                 break
+    if not which:
+        return
+    aliases = {}
+    ctx._saved = tuple(
+        aliases.setdefault(which[i], t._detach()) if i in which else t
+        for i, t in enumerate(saved))
+    ctx._out_slots = tuple(which)
+    ctx._out_of_slot = which
+
+
+def _attach(ctx, out, args):
+    """Make ``ctx`` the grad_fn of ``out`` and record the edges."""
+    if not out.dtype.is_floating_point:
+        return out
+    out = _own_identity(out, args)
+    _record_edges(ctx, args)
+    _detach_saved_outputs(ctx, (out,))
     out.requires_grad = True
     out.grad_fn = ctx
     return out

@@ -35,18 +35,18 @@ _TB = _C.TensorBase
 _formulas = None        # Function class -> formula(node, g), made at first use
 
 
-def graph_backward(node, g):
-    """``node``'s input gradients for the incoming gradient ``g``, as a
-    graph (grad mode is on)."""
+def graph_backward(node, *grads):
+    """``node``'s input gradients for its incoming gradients (one per
+    differentiable output), as a graph (grad mode is on)."""
     global _formulas
     if _formulas is None:
         _formulas = _make_formulas()
     fn = node._function
     formula = _formulas.get(fn)
     if formula is not None:
-        return formula(node, g)
+        return formula(node, *grads)
     if not fn.__module__.startswith("ampc."):
-        return _user_backward(node, g)
+        return _user_backward(node, *grads)
     raise NotImplementedError(
         f"{node.name()}: ampc has no differentiable backward for this op, "
         "so create_graph=True (higher-order gradients) cannot go through "
@@ -76,19 +76,25 @@ def _saved_output(node, t):
     return out
 
 
-def _user_backward(node, g):
+def _user_backward(node, *grads):
     """A user's Function: its own backward (grad mode is on), with each
-    saved output seen as an alias whose grad_fn is the node, as PyTorch
-    unpacks a saved output, so that the second derivative flows through
-    it (without the alias it would be a constant: silently wrong)."""
+    saved output seen as an alias whose grad_fn is the output's node, as
+    PyTorch unpacks a saved output, so that the second derivative flows
+    through it (without the alias it would be a constant: silently
+    wrong)."""
     slots = node._out_slots
     if not slots:
-        return node._function.backward(node, g)
+        return node._function.backward(node, *grads)
     saved = node._saved
-    node._saved = tuple(_saved_output(node, t) if i in slots else t
+    if node._slot_grads is None:
+        nodes = dict.fromkeys(slots, node)
+    else:               # several outputs: each its own node (a fresh one)
+        from .multi_output import output_node
+        nodes = {i: output_node(node, node._out_of_slot[i]) for i in slots}
+    node._saved = tuple(_saved_output(nodes[i], t) if i in slots else t
                         for i, t in enumerate(saved))
     try:
-        return node._function.backward(node, g)
+        return node._function.backward(node, *grads)
     finally:
         node._saved = saved     # (no cycle: the node keeps no alias)
 
