@@ -337,6 +337,7 @@ mod_cuda_graph_capture_end(PyObject *module, PyObject *obj)
         PyObject *err = ampc_cuda_raise(fn, rc);
         (void)ampc_cuda.graph_destroy(box->g);
         box->g = NULL;
+        Py_CLEAR(box->kept);    /* no graph keeps them now */
         return err;
     }
     box->captured = 1;

@@ -286,32 +286,39 @@ layer_norm_bwd_params_kernel(ampc_layer_norm_shape s, const nn_t<XT> *gy,
     __shared__ float sw[LN_ROW_LANES][LN_COLS], sb[LN_ROW_LANES][LN_COLS];
     int tx = threadIdx.x, ty = threadIdx.y;
     int64_t col = (int64_t)blockIdx.x * LN_COLS + tx;
-    int64_t r0 = (int64_t)blockIdx.y * LN_CHUNK;
-    int64_t r1 = r0 + LN_CHUNK < s.rows ? r0 + LN_CHUNK : s.rows;
-    float aw = 0.0f, ab = 0.0f;
-    if (col < s.d) {
-        for (int64_t r = r0 + ty; r < r1; r += LN_ROW_LANES) {
-            float g = nn_load<XT>(gy[r * s.d + col]);
-            aw = ampc_norm_wgrad_acc(aw, g, nn_load<XT>(x[r * s.d + col]),
-                                     mean[r], rstd[r]);
-            ab = AMPC_ADD(ab, g);
+    /* chunks beyond gridDim.y's 65535 are taken in turn (the same for
+     * every thread of the block, so the barriers stay uniform) */
+    for (int64_t chunk = blockIdx.y; chunk * LN_CHUNK < s.rows;
+         chunk += gridDim.y) {
+        int64_t r0 = chunk * LN_CHUNK;
+        int64_t r1 = r0 + LN_CHUNK < s.rows ? r0 + LN_CHUNK : s.rows;
+        float aw = 0.0f, ab = 0.0f;
+        if (col < s.d) {
+            for (int64_t r = r0 + ty; r < r1; r += LN_ROW_LANES) {
+                float g = nn_load<XT>(gy[r * s.d + col]);
+                aw = ampc_norm_wgrad_acc(aw, g,
+                                         nn_load<XT>(x[r * s.d + col]),
+                                         mean[r], rstd[r]);
+                ab = AMPC_ADD(ab, g);
+            }
         }
-    }
-    sw[ty][tx] = aw;
-    sb[ty][tx] = ab;
-    __syncthreads();
-    if (ty == 0 && col < s.d) {
-        for (int k = 1; k < LN_ROW_LANES; k++) {
-            aw = AMPC_ADD(aw, sw[k][tx]);
-            ab = AMPC_ADD(ab, sb[k][tx]);
+        sw[ty][tx] = aw;
+        sb[ty][tx] = ab;
+        __syncthreads();
+        if (ty == 0 && col < s.d) {
+            for (int k = 1; k < LN_ROW_LANES; k++) {
+                aw = AMPC_ADD(aw, sw[k][tx]);
+                ab = AMPC_ADD(ab, sb[k][tx]);
+            }
+            int64_t at = chunk * s.d + col;
+            if (part_w != NULL) {
+                part_w[at] = aw;
+            }
+            if (part_b != NULL) {
+                part_b[at] = ab;
+            }
         }
-        int64_t at = (int64_t)blockIdx.y * s.d + col;
-        if (part_w != NULL) {
-            part_w[at] = aw;
-        }
-        if (part_b != NULL) {
-            part_b[at] = ab;
-        }
+        __syncthreads();    /* sw, sb are rewritten for the next chunk */
     }
 }
 
@@ -450,7 +457,7 @@ layer_norm_params_launch(const ampc_layer_norm_shape *s, const void *gy,
     float *pb = gb != NULL ? (float *)scratch + part : NULL;
     if (chunks > 0) {
         dim3 grid((unsigned int)CEIL_DIV(s->d, (int64_t)LN_COLS),
-                  (unsigned int)chunks);
+                  (unsigned int)(chunks < 65535 ? chunks : 65535));
         layer_norm_bwd_params_kernel<XT>
             <<<grid, dim3(LN_COLS, LN_ROW_LANES), 0, st>>>(
                 *s, (const nn_t<XT> *)gy, (const nn_t<XT> *)x, mean, rstd,

@@ -225,6 +225,22 @@ def test_cuda_autocast_layer_norm_in_float32():
         assert bn(x).dtype is ampc.float16
 
 
+@pytest.mark.cuda
+@requires_cuda
+def test_cuda_layer_norm_parameter_gradients_past_the_grid_limit():
+    """More than 65535 chunks of 64 rows: the weight and bias gradients'
+    partial sums take the chunks beyond gridDim.y in turn."""
+    rows = 65535 * 64 + 3
+    x = ampc.tensor(np.tile(np.float32([-1.0, 1.0]), (rows, 1)),
+                    device="cuda")
+    w = ampc.ones(2, device="cuda", requires_grad=True)
+    b = ampc.zeros(2, device="cuda", requires_grad=True)
+    F.layer_norm(x, (2,), w, b, eps=0.0).sum().backward()
+    # every row normalises to (-1, 1): dw = rows * (-1, 1), db = rows
+    np.testing.assert_array_equal(to64(w.grad.cpu()), [-rows, rows])
+    np.testing.assert_array_equal(to64(b.grad.cpu()), [rows, rows])
+
+
 # ----------------------------------------------------------------------------
 # errors
 

@@ -106,11 +106,18 @@ def test_every_mode_and_dtype_matches_numpy(op, dtype, device):
             assert got.dtype is t.dtype and got.device == t.device
             assert_close(got.cpu(), want, dtype, k=12,
                          msg=f"{op} dim={dim} include_self={include_self}: ")
-            # the in-place form writes the same values into self
+            # the in-place form writes the same values into self (on the
+            # GPU a float sum or product is formed by atomics in the order
+            # the threads arrive, so its last bits may differ run to run)
             t.scatter_reduce_(dim, ampc.tensor(index).to(device),
                               from_values(src, dtype).to(device), op,
                               include_self=include_self)
-            np.testing.assert_array_equal(to64(t.cpu()), to64(got.cpu()))
+            if device == "cuda" and dtype.startswith(("float", "bfloat")) \
+                    and op in ("sum", "mean", "prod"):
+                assert_close(t.cpu(), to64(got.cpu()), dtype, k=4)
+            else:
+                np.testing.assert_array_equal(to64(t.cpu()),
+                                              to64(got.cpu()))
 
 
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
