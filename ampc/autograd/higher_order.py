@@ -636,7 +636,8 @@ def _make_formulas():
     from ..nn import _losses as L
     from ..nn import _norm as N
     from ..nn import functional as F
-    from ..nn.modules._backward_hooks import BackwardHookFunction
+    from ..nn.modules._backward_hooks import (BackwardHookFunction,
+                                             BackwardHooksFunction)
     from .._tensor_stats import Norm, SafeSqrt, norm_grad, safe_sqrt_grad
     from ..nn._bce import _BceWithLogits, bce_grads
     from ..tensor import Matmul
@@ -671,6 +672,7 @@ def _make_formulas():
         F._MaxPool2d: _max_pool2d, F._Conv2dReluMaxPool: _conv2d_relu_max_pool,
         PoolScatter: PoolScatter.backward, PoolGather: PoolGather.backward,
         BackwardHookFunction: BackwardHookFunction.backward,
+        BackwardHooksFunction: BackwardHooksFunction.backward,
         _BceWithLogits: lambda node, g: bce_grads(node, g,
                                                   *node.saved_tensors),
         Norm: lambda node, g: (norm_grad(node.saved_tensors[0], g, node.p,

@@ -1,16 +1,18 @@
 """A module's backward hooks, PyTorch's ``register_full_backward_pre_hook``
 and ``register_full_backward_hook``: ``hook(module, grad_output)`` runs when
-the gradient of the module's output is known (and may replace it),
-``hook(module, grad_input, grad_output)`` when the gradients of its tensor
-arguments are (and may replace those).
+the gradients of the module's outputs are known (and may replace them),
+``hook(module, grad_input, grad_output)`` when the gradients of its
+positional arguments are (and may replace those).
 
-As in PyTorch, ``call_with_hooks`` passes the module's tensor arguments
-that require grad, and returns its output, through identity view nodes
-(``BackwardHookFunctionBackward``): the output's node runs the pre-hooks,
-the arguments' node the hooks.  ampc's nodes have one differentiable
-output each, so a hooked module may take at most one argument that
-requires grad and must return one tensor (or a tuple holding one); others
-raise a clear error at the forward.
+As in PyTorch, ``call_with_hooks`` passes the module's tensor arguments,
+and returns its tensor outputs, through identity nodes
+(``BackwardHookFunctionBackward``): the outputs' node runs the pre-hooks,
+the arguments' node the hooks.  One tensor goes through a view node (so an
+in-place op on it stays possible); several through one node with an
+output per tensor (autograd/multi_output.py).  ``grad_output`` has an entry
+per output (None for a non-tensor or an output that got no gradient),
+``grad_input`` one per positional argument (None for a non-tensor; zeros
+for a tensor that got no gradient, once several are hooked).
 
 >>> import ampc
 >>> from ampc import nn
@@ -25,10 +27,11 @@ raise a clear error at the forward.
 import warnings
 
 from ...autograd import _mode
-from ...autograd.function import _ViewFunction
+from ...autograd.function import Function, _ViewFunction
 from ...tensor import Tensor
 
-__all__ = ["BackwardHookFunction", "setup_input", "setup_output"]
+__all__ = ["BackwardHookFunction", "BackwardHooksFunction", "setup_input",
+           "setup_output"]
 
 
 class BackwardHookFunction(_ViewFunction):
@@ -63,25 +66,61 @@ def _checked(what, result, n):
     return tuple(result)
 
 
+class BackwardHooksFunction(Function):
+    """Aliases of several tensors (those that do not require grad pass
+    unchanged) whose backward hands all their gradients to ``call(grads)``
+    at once and passes on what that returns."""
+
+    node_name = "BackwardHookFunctionBackward"
+    _all_outputs_differentiable = True
+
+    @staticmethod
+    def forward(ctx, call, materialize, *tensors):
+        ctx.call = call
+        ctx.set_materialize_grads(materialize)
+        ctx.mark_non_differentiable(*[t for t in tensors
+                                      if not t.requires_grad])
+        return tuple(t._view(tuple(t.shape)) if t.requires_grad else t
+                     for t in tensors)
+
+    @staticmethod
+    def backward(ctx, *grads):
+        return (None, None) + tuple(ctx.call(grads))
+
+
+def _through_hooks(call, tensors, materialize):
+    """tensors through one hook node (one view node for one tensor)."""
+    if len(tensors) == 1:
+        return (BackwardHookFunction.apply(
+            tensors[0], lambda g: call((g,))[0]),)
+    return BackwardHooksFunction.apply(call, materialize, *tensors)
+
+
 class _Call:
     """One forward call's backward-hook state: the hooks as they were at
-    the call, the argument count, the position of the argument that
-    requires grad (None when none does) and the output gradient once
+    the call, the argument count, the positions of the tensor arguments
+    hooked (None when none requires grad) and the output gradients once
     known."""
 
-    def __init__(self, module, pre, full, n_args, at):
+    def __init__(self, module, pre, full, n_args, hooked):
         self.module, self.pre, self.full = module, pre, full
-        self.n_args, self.at = n_args, at
+        self.n_args, self.hooked = n_args, hooked
+        self.n_outputs = 1
+        self.outputs = (0,)
         self.grad_output = None
 
-    def on_output_grad(self, g):
-        grad_output = (g,)
+    def on_output_grads(self, grads):
+        grad_output = [None] * self.n_outputs
+        for k, g in zip(self.outputs, grads):
+            grad_output[k] = g
+        grad_output = tuple(grad_output)
         for hook in self.pre:
-            new = _checked("output", hook(self.module, grad_output), 1)
+            new = _checked("output", hook(self.module, grad_output),
+                           self.n_outputs)
             if new is not None:
                 grad_output = new
         self.grad_output = grad_output
-        if self.at is None and self.full:
+        if self.hooked is None and self.full:
             # no argument requires grad: the hooks run now, with None
             warnings.warn(
                 "Full backward hook is firing when gradients are computed "
@@ -95,71 +134,66 @@ class _Call:
                         "Backward hook for Modules where no input requires "
                         "gradient should always return None or None for "
                         "all gradients.")
-        return grad_output[0]
+        return tuple(grad_output[k] for k in self.outputs)
 
-    def on_input_grad(self, g):
-        grad_input = tuple(g if k == self.at else None
-                           for k in range(self.n_args))
+    def on_input_grads(self, grads):
+        grad_input = [None] * self.n_args
+        for k, g in zip(self.hooked, grads):
+            grad_input[k] = g
+        grad_input = tuple(grad_input)
         for hook in self.full:
             new = _checked("input", hook(self.module, grad_input,
                                          self.grad_output), self.n_args)
             if new is not None:
                 grad_input = new
-        return grad_input[self.at]
-
-
-def _one_tensor(output):
-    """The position of the one tensor in output (None: output is one);
-    else RuntimeError."""
-    if isinstance(output, Tensor):
-        return None
-    found = [k for k, o in enumerate(output) if isinstance(o, Tensor)] \
-        if isinstance(output, (tuple, list)) else []
-    if len(found) != 1:
-        raise RuntimeError(
-            "module backward hooks: ampc supports a module that returns one "
-            f"tensor (or a tuple or list holding one), not {output!r:.80}")
-    return found[0]
+        return tuple(grad_input[k] for k in self.hooked)
 
 
 def setup_input(module, hooks, args):
-    """Before ``forward``: (the call's state, args with the tensor argument
-    that requires grad passed through a hook node); the state is None when
-    grad mode is off (nothing to hook)."""
+    """Before ``forward``: (the call's state, args with the tensor
+    arguments passed through a hook node when one requires grad); the state
+    is None when grad mode is off (nothing to hook)."""
     if not _mode.enabled:
         return None, args
-    wanted = [k for k, a in enumerate(args)
-              if isinstance(a, Tensor) and a.requires_grad]
-    if len(wanted) > 1:
-        raise RuntimeError(
-            f"module backward hooks: {type(module).__name__} got "
-            f"{len(wanted)} tensor arguments that require grad; ampc "
-            "supports hooks on modules with at most one")
+    tensors = [k for k, a in enumerate(args) if isinstance(a, Tensor)]
+    wanted = any(args[k].requires_grad for k in tensors)
+    if len(tensors) == 1 or not wanted:
+        # (one tensor: only if it requires grad, as before)
+        tensors = [k for k in tensors if args[k].requires_grad]
     call = _Call(module, tuple(hooks.backward_pre.values()),
                  tuple(hooks.backward.values()), len(args),
-                 wanted[0] if wanted else None)
-    if wanted:
+                 tuple(tensors) if tensors else None)
+    if tensors:
         args = list(args)
-        args[call.at] = BackwardHookFunction.apply(args[call.at],
-                                                   call.on_input_grad)
+        hooked = _through_hooks(call.on_input_grads,
+                                [args[k] for k in tensors], True)
+        for k, t in zip(tensors, hooked):
+            args[k] = t
         args = tuple(args)
     return call, args
 
 
 def setup_output(call, output):
-    """After the forward hooks: output with its tensor passed through a
-    hook node (unchanged when it does not require grad)."""
-    at = _one_tensor(output)
-    out = output if at is None else output[at]
-    if call is None or not out.requires_grad:
+    """After the forward hooks: output with its tensors passed through a
+    hook node (unchanged when none requires grad)."""
+    single = isinstance(output, Tensor)
+    items = [output] if single else list(output) \
+        if isinstance(output, (tuple, list)) else None
+    if items is None:
+        raise RuntimeError(
+            "module backward hooks: ampc supports a module that returns a "
+            f"tensor or a tuple or list of them, not {output!r:.80}")
+    at = [k for k, o in enumerate(items) if isinstance(o, Tensor)]
+    if call is None or not any(items[k].requires_grad for k in at):
         return output
-    out = BackwardHookFunction.apply(out, call.on_output_grad)
-    if at is None:
-        return out
-    rebuilt = list(output)
-    rebuilt[at] = out
+    call.n_outputs, call.outputs = len(items), tuple(at)
+    for k, t in zip(at, _through_hooks(call.on_output_grads,
+                                       [items[k] for k in at], False)):
+        items[k] = t
+    if single:
+        return items[0]
     if isinstance(output, list):
-        return rebuilt
+        return items
     if hasattr(output, "_fields"):          # a named tuple
-        return type(output)(*rebuilt)
-    return type(output)(rebuilt)
+        return type(output)(*items)
+    return type(output)(items)
