@@ -119,6 +119,21 @@ ampc_log_f32(float x)
     return ampc_select_f32(x != x, x, r);
 }
 
+/* The backwards of sigmoid and tanh from their output y, g y (1 - y) and
+ * g (1 - y^2), in this order (every rounding the three separate ops made,
+ * in one pass). */
+AMPC_HOST_DEVICE float
+ampc_sigmoid_backward_f32(float g, float y)
+{
+    return AMPC_MUL(g, AMPC_MUL(y, AMPC_SUB(1.0f, y)));
+}
+
+AMPC_HOST_DEVICE float
+ampc_tanh_backward_f32(float g, float y)
+{
+    return AMPC_MUL(g, AMPC_SUB(1.0f, AMPC_MUL(y, y)));
+}
+
 /* As torch.sign: sign(+-0) = +0 and sign(NaN) = 0 (pytorch#41245; NumPy
  * gives NaN). */
 AMPC_HOST_DEVICE float

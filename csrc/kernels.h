@@ -51,6 +51,9 @@ typedef enum {
     AMPC_BIN_GELU_BACKWARD,
     AMPC_BIN_GELU_TANH_BACKWARD,
     AMPC_BIN_SILU_BACKWARD,
+    /* a * f'(x) from the output b = f(x) (elementwise_math.h) */
+    AMPC_BIN_SIGMOID_BACKWARD,
+    AMPC_BIN_TANH_BACKWARD,
     AMPC_NUM_BINARY
 } ampc_binary_op;
 

@@ -17,7 +17,8 @@
 
 static const char *const binary_names[AMPC_NUM_BINARY] = {
     "add", "sub", "mul", "div", "maximum", "minimum", "pow",
-    "gelu_backward", "gelu_tanh_backward", "silu_backward"};
+    "gelu_backward", "gelu_tanh_backward", "silu_backward",
+    "sigmoid_backward", "tanh_backward"};
 static const char *const compare_names[AMPC_NUM_COMPARE] = {
     "eq", "ne", "lt", "le", "gt", "ge"};
 

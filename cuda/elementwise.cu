@@ -95,6 +95,10 @@ binary_c(int op, float a, float b)
         return __fmul_rn(a, ampc_gelu_tanh_grad_f32(b));
     case AMPC_BIN_SILU_BACKWARD:
         return __fmul_rn(a, ampc_silu_grad_f32(b));
+    case AMPC_BIN_SIGMOID_BACKWARD:
+        return ampc_sigmoid_backward_f32(a, b);
+    case AMPC_BIN_TANH_BACKWARD:
+        return ampc_tanh_backward_f32(a, b);
     default:
         return powf(a, b);
     }
@@ -590,6 +594,12 @@ binary_typed(ampc_binary_op op, const ampc_iter *it,
             it, sc, 2, op);
     case AMPC_BIN_SILU_BACKWARD:
         return launch_pair<BinaryF<T, AMPC_BIN_SILU_BACKWARD>, R>(it, sc, 2,
+                                                                  op);
+    case AMPC_BIN_SIGMOID_BACKWARD:
+        return launch_pair<BinaryF<T, AMPC_BIN_SIGMOID_BACKWARD>, R>(
+            it, sc, 2, op);
+    case AMPC_BIN_TANH_BACKWARD:
+        return launch_pair<BinaryF<T, AMPC_BIN_TANH_BACKWARD>, R>(it, sc, 2,
                                                                   op);
     default:
         return launch_pair<BinaryF<T, AMPC_BIN_POW>, R>(it, sc, 2, op);

@@ -99,6 +99,16 @@ ampc_binary_f32(ampc_binary_op op, int64_t n, const float *a, const float *b,
             o[i] = a[i] * ampc_silu_grad_f32(b[i]);
         }
         break;
+    case AMPC_BIN_SIGMOID_BACKWARD:
+        for (i = 0; i < n; i++) {
+            o[i] = ampc_sigmoid_backward_f32(a[i], b[i]);
+        }
+        break;
+    case AMPC_BIN_TANH_BACKWARD:
+        for (i = 0; i < n; i++) {
+            o[i] = ampc_tanh_backward_f32(a[i], b[i]);
+        }
+        break;
     default:
         for (i = 0; i < n; i++) {
             o[i] = powf(a[i], b[i]);
