@@ -294,6 +294,38 @@ workspace_size(cudnnHandle_t h, conv_dir dir, const conv_descs *d,
     return 0;
 }
 
+/* cuDNN cannot do this problem (cuDNN 9: a "not supported" category,
+ * 3000, plus a reason, or a pointer it will not take unaligned): the
+ * im2col + GEMM path does it instead.  Not the environment's failures in
+ * that category (driver, runtime, architecture, a missing nvrtc or
+ * sub-library): those are errors, raised, not hidden behind a slower path. */
+static bool
+dnn_not_supported(cudnnStatus_t st)
+{
+#ifdef CUDNN_STATUS_CATEGORY
+    int code = (int)st;
+    if (code == (int)CUDNN_STATUS_BAD_PARAM_MISALIGNED_POINTER) {
+        return true;
+    }
+    return CUDNN_STATUS_CATEGORY(code) == (int)CUDNN_STATUS_NOT_SUPPORTED &&
+           (code < (int)CUDNN_STATUS_NOT_SUPPORTED_INCOMPATIBLE_CUDA_DRIVER ||
+            code > (int)CUDNN_STATUS_NOT_SUPPORTED_SUBLIBRARY_UNAVAILABLE);
+#else
+    return st == CUDNN_STATUS_NOT_SUPPORTED;
+#endif
+}
+
+/* rc from a dnn_* call says cuDNN cannot do this problem (no algorithm
+ * fits the dtype / deterministic / TF32 / workspace constraints, or cuDNN
+ * answered "not supported"): the im2col + GEMM path (deterministic, any
+ * dtype) computes the same result instead, over the whole output. */
+static bool
+dnn_refused(int rc)
+{
+    return rc >= AMPC_CUDNN_ERROR_BASE &&
+           dnn_not_supported((cudnnStatus_t)(rc - AMPC_CUDNN_ERROR_BASE));
+}
+
 /* The heuristics' best usable algorithm whose exact workspace the
  * allocator can give now (the next one when it cannot), into *e; 1, 0
  * when none is allowed, or an error code as -code (the allocator's
@@ -310,6 +342,9 @@ pick_heuristic(cudnnHandle_t h, conv_dir dir, const conv_descs *d,
         /* the heuristics' memory field is an estimate: ask for the exact
          * workspace of the algorithm with its math type */
         int rc = workspace_size(h, dir, d, e);
+        if (dnn_refused(rc)) {
+            continue;       /* not this one after all: the next */
+        }
         if (rc != 0) {
             return -rc;
         }
@@ -342,18 +377,6 @@ find_workspace(ampc_scratch *ws, size_t *size)
         ws->p = NULL;
     }
     *size = 0;
-}
-
-/* cuDNN 9 reports "not supported" as a category (3000) plus a reason
- * (CUDNN_STATUS_NOT_SUPPORTED_SHAPE is 3002, ...): any of them is one. */
-static bool
-dnn_not_supported(cudnnStatus_t st)
-{
-#ifdef CUDNN_STATUS_CATEGORY
-    return CUDNN_STATUS_CATEGORY((int)st) == (int)CUDNN_STATUS_NOT_SUPPORTED;
-#else
-    return st == CUDNN_STATUS_NOT_SUPPORTED;
-#endif
 }
 
 static int
@@ -515,14 +538,9 @@ dnn_fwd(const ampc_conv2d_shape *s, ampc_dtype dt, const void *x,
         if (st == CUDNN_STATUS_SUCCESS) {
             return 0;
         }
-        if (!dnn_not_supported(st)) {
-            rc = AMPC_CUDNN_ERROR_BASE + (int)st;
-            ampc_cuda_record_error(__FILE__, __LINE__,
-                                   "cudnnConvolutionBiasActivationForward",
-                                   rc);
-            return rc;
-        }
-        /* not for this algorithm: the plain convolution and the kernel */
+        /* not for this algorithm (cuDNN fuses ReLU with few of them, and
+         * answers "not supported" or "bad parameter"): the plain
+         * convolution and the kernel, which raise if cuDNN really failed */
     }
     AMPC_CUDNN_CHECK(cudnnConvolutionForward(
         h, &one, d.x, x, d.w, w, d.conv, (cudnnConvolutionFwdAlgo_t)e.algo,
@@ -586,17 +604,6 @@ dnn_fits(const ampc_conv2d_shape *s)
     return s->n * s->c * s->h * s->w <= INT_MAX &&
            s->n * s->oc * s->oh * s->ow <= INT_MAX &&
            s->oc * (s->c / s->groups) * s->kh * s->kw <= INT_MAX;
-}
-
-/* rc from a dnn_* call says cuDNN cannot do this problem (no algorithm
- * fits the dtype / deterministic / TF32 / workspace constraints, or cuDNN
- * answered "not supported"): the im2col + GEMM path (deterministic, any
- * dtype) computes the same result instead, over the whole output. */
-static bool
-dnn_refused(int rc)
-{
-    return rc >= AMPC_CUDNN_ERROR_BASE &&
-           dnn_not_supported((cudnnStatus_t)(rc - AMPC_CUDNN_ERROR_BASE));
 }
 
 #else /* no cuDNN */
