@@ -292,8 +292,26 @@ def test_matches_torch(name, kw):
 @pytest.mark.cuda
 @pytest.mark.skipif(not ampc.cuda.is_available(), reason="needs a CUDA GPU")
 @pytest.mark.parametrize("op", ["gelu", "gelu_tanh", "silu", "gelu_grad",
-                                "gelu_tanh_grad", "silu_grad"])
+                                "gelu_tanh_grad", "silu_grad", "exp", "log",
+                                "sigmoid", "tanh"])
 def test_cuda_gives_the_cpu_bits(op):
-    x = ampc.tensor(_inputs(4099, 4).astype(np.float32))
+    x = _inputs(4099, 4).astype(np.float32)
+    if op == "log":
+        x = np.abs(x)
+    x = ampc.tensor(x)
     np.testing.assert_array_equal(to64(C.unary(op, x.cuda()).cpu()),
                                   to64(C.unary(op, x)))
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not ampc.cuda.is_available(), reason="needs a CUDA GPU")
+@pytest.mark.parametrize("op", ["sigmoid_backward", "tanh_backward",
+                                "gelu_backward", "silu_backward"])
+def test_cuda_backwards_give_the_cpu_bits(op):
+    yv = np.tanh(_inputs(4099, 6)).astype(np.float32)
+    rng = np.random.default_rng(5)
+    g = ampc.tensor(rng.standard_normal(yv.size).astype(np.float32))
+    y = ampc.tensor(yv)
+    np.testing.assert_array_equal(
+        to64(C.binary(op, g.cuda(), y.cuda()).cpu()),
+        to64(C.binary(op, g, y)))
