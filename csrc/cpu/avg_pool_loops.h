@@ -8,7 +8,8 @@
  * sum of its window's column sums.  Backward, per output row i: q = the
  * row's gradients over their divisors, T_i[c] = the sum of q over the
  * outputs whose windows hold column c; then each input row, once, the sum
- * in float32 of the T_i of the output rows holding it, rounded once.
+ * in float32 of the T_i of the output rows holding it, rounded once (a row
+ * held by the same output rows as the row above is a copy of it).
  */
 #ifndef AMPC_CPU_AVG_POOL_LOOPS_H
 #define AMPC_CPU_AVG_POOL_LOOPS_H
@@ -170,6 +171,13 @@ ampc_avg_pool2d_bwd_range(const ampc_converters *cv,
         char *gx = (char *)c->out + (size_t)(p * s->h * s->w) * es;
         for (int64_t r = 0; r < s->h; r++) {
             char *at = gx + (size_t)(r * s->w) * es;
+            if (r > 0 && cover_h[2 * r] == cover_h[2 * r - 2] &&
+                cover_h[2 * r + 1] == cover_h[2 * r - 1]) {
+                /* the rows of one window get the same sums: the row above
+                 * again (every row of a global pool; half of a 2 x 2) */
+                memcpy(at, at - (size_t)s->w * es, (size_t)s->w * es);
+                continue;
+            }
             /* a float32 row is summed where it is stored */
             float *a = c->dt == AMPC_FLOAT32 ? (float *)at : row;
             for (int64_t col = 0; col < s->w; col++) {
