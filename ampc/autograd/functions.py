@@ -169,12 +169,21 @@ class Abs(Function):
         return _binary("mul", g, _unary("sign", a))
 
 
-class Sqrt(Function):
+class _FromOutput(Function):
+    """A unary op (its _C.unary name: _op) whose backward reads its output:
+    forward saves the output; each subclass gives backward."""
+
+    _op = None
+
     @staticmethod
     def forward(ctx, a):
-        out = _unary("sqrt", a)
+        out = _unary(ctx._function._op, a)
         ctx.save_for_backward(out)
         return out
+
+
+class Sqrt(_FromOutput):
+    _op = "sqrt"
 
     @staticmethod
     def backward(ctx, g):
@@ -182,14 +191,8 @@ class Sqrt(Function):
         return _binary("div", g, _binary("mul", out, 2))
 
 
-class Rsqrt(Function):
-    autocast_op = "rsqrt"
-
-    @staticmethod
-    def forward(ctx, a):
-        out = _unary("rsqrt", a)
-        ctx.save_for_backward(out)
-        return out
+class Rsqrt(_FromOutput):
+    autocast_op = _op = "rsqrt"
 
     @staticmethod
     def backward(ctx, g):
@@ -198,14 +201,8 @@ class Rsqrt(Function):
         return _binary("mul", _binary("mul", g, -0.5), _unary("cube", out))
 
 
-class Reciprocal(Function):
-    autocast_op = "reciprocal"
-
-    @staticmethod
-    def forward(ctx, a):
-        out = _unary("reciprocal", a)
-        ctx.save_for_backward(out)
-        return out
+class Reciprocal(_FromOutput):
+    autocast_op = _op = "reciprocal"
 
     @staticmethod
     def backward(ctx, g):
@@ -214,14 +211,8 @@ class Reciprocal(Function):
         return _binary("mul", _unary("neg", g), _unary("square", out))
 
 
-class Exp(Function):
-    autocast_op = "exp"
-
-    @staticmethod
-    def forward(ctx, a):
-        out = _unary("exp", a)
-        ctx.save_for_backward(out)
-        return out
+class Exp(_FromOutput):
+    autocast_op = _op = "exp"
 
     @staticmethod
     def backward(ctx, g):
@@ -256,18 +247,12 @@ class Relu(Function):
         return _binary("mul", g, _compare("gt", out, 0))
 
 
-class Sigmoid(Function):
+class Sigmoid(_FromOutput):
     """y = 1 / (1 + e^-x); dy/dx = y (1 - y), from the saved output, one
     fused kernel (sigmoid_backward; a 16-bit g in float32, rounded once).
     Tanh shares the shape with its own ops."""
 
     _op = "sigmoid"
-
-    @staticmethod
-    def forward(ctx, a):
-        out = _unary(ctx._function._op, a)
-        ctx.save_for_backward(out)
-        return out
 
     @staticmethod
     def backward(ctx, g):
@@ -279,8 +264,6 @@ class Tanh(Sigmoid):
     """y = tanh(x); dy/dx = 1 - y^2, from the saved output."""
 
     _op = "tanh"
-    forward = Sigmoid.forward
-    backward = Sigmoid.backward
 
 
 class Sign(Function):
