@@ -97,31 +97,33 @@ def test_an_unused_output_gets_zeros_or_none():
     assert log[-1][0] is not None and log[-1][1] is None
 
 
-class Mixed(Function):
-    """A float output, an int64 tensor, a Python int and a float output
-    marked non-differentiable."""
+def _mixed(lib, seen):
+    """A Function of lib (ampc or torch) returning a float output, an int64
+    tensor, a Python int and a float output marked non-differentiable;
+    backward appends what it gets to seen."""
 
-    seen = None
+    class Mixed(lib.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            twice = x * 3
+            ctx.mark_non_differentiable(twice)
+            return x * 2, lib.tensor([1, 2]), 5, twice
 
-    @staticmethod
-    def forward(ctx, x):
-        twice = x * 3
-        ctx.mark_non_differentiable(twice)
-        return x * 2, ampc.tensor([1, 2]), 5, twice
-
-    @staticmethod
-    def backward(ctx, *grads):
-        Mixed.seen = grads
-        return grads[0] * 2
+        @staticmethod
+        def backward(ctx, *grads):
+            seen.append(grads)
+            return grads[0] * 2
+    return Mixed
 
 
 def test_every_element_gets_an_argument_as_in_torch():
+    seen = []
     x = ampc.ones(3, requires_grad=True)
-    a, idx, k, twice = Mixed.apply(x)
+    a, idx, k, twice = _mixed(ampc, seen).apply(x)
     assert a.requires_grad and not idx.requires_grad
     assert not twice.requires_grad and k == 5
     a.sum().backward()
-    g, gi, gk, gt = Mixed.seen
+    g, gi, gk, gt = seen[0]
     assert to64(g).tolist() == [1.0] * 3
     assert gi.dtype == ampc.int64 and to64(gi).tolist() == [0, 0]
     assert gk is None
@@ -129,23 +131,11 @@ def test_every_element_gets_an_argument_as_in_torch():
     assert to64(x.grad).tolist() == [2.0] * 3
 
     torch = _torch()
-    seen = []
-
-    class TMixed(torch.autograd.Function):
-        @staticmethod
-        def forward(ctx, x):
-            twice = x * 3
-            ctx.mark_non_differentiable(twice)
-            return x * 2, torch.tensor([1, 2]), 5, twice
-
-        @staticmethod
-        def backward(ctx, *grads):
-            seen.append(grads)
-            return grads[0] * 2
+    tseen = []
     tx = torch.ones(3, requires_grad=True)
-    ta, tidx, _, ttwice = TMixed.apply(tx)
+    ta, tidx, _, ttwice = _mixed(torch, tseen).apply(tx)
     ta.sum().backward()
-    assert [t is None for t in seen[0]] == [t is None for t in Mixed.seen]
+    assert [t is None for t in tseen[0]] == [t is None for t in seen[0]]
     assert (ta.requires_grad, tidx.requires_grad, ttwice.requires_grad) == \
         (a.requires_grad, idx.requires_grad, twice.requires_grad)
 
