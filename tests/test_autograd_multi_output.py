@@ -267,3 +267,102 @@ def test_ampc_own_tuple_ops_keep_one_differentiable_output():
     assert values.requires_grad and not indices.requires_grad
     values.sum().backward()
     assert to64(x.grad).tolist() == [[0.0, 1.0], [1.0, 0.0]]
+
+
+class Cube2(Function):
+    """(x^2, x^3) saving x and both outputs; d/dx uses x^3 / x."""
+
+    @staticmethod
+    def forward(ctx, x):
+        a = x * x
+        b = a * x
+        ctx.save_for_backward(x, a, b)
+        return a, b
+
+    @staticmethod
+    def backward(ctx, ga, gb):
+        x, a, b = ctx.saved_tensors
+        return ga * 2 * x + gb * 3 * b / x
+
+
+def _torch_cube2(torch):
+    class TCube2(torch.autograd.Function):
+        forward = staticmethod(Cube2.forward)
+        backward = staticmethod(Cube2.backward)
+    return TCube2
+
+
+@pytest.mark.parametrize("case", ["output_used_twice", "hook", "retain"])
+def test_second_derivatives_through_an_output_reached_twice(case):
+    """The output's own node serves its saved copy under create_graph (its
+    hooks and retain_grad included), and two contributions to one output
+    add up, as in PyTorch."""
+    torch = _torch()
+
+    def run(lib, fn):
+        x = lib.tensor([1.0, 2.0], requires_grad=True)
+        a, b = fn.apply(x)
+        if case == "hook":
+            b.register_hook(lambda g: g * 2)
+        if case == "retain":
+            b.retain_grad()
+        loss = (b * b).sum() if case == "output_used_twice" else b.sum()
+        g, = lib.autograd.grad(loss, x, create_graph=True)
+        g.sum().backward()
+        extra = b.grad.tolist() if case == "retain" else None
+        return g.tolist(), x.grad.tolist(), extra
+
+    got = run(ampc, Cube2)
+    want = run(torch, _torch_cube2(torch))
+    assert got == want
+
+
+def test_a_backward_that_raised_leaves_nothing_behind():
+    ProdSum = _define(Function)
+    x = ampc.ones(2, requires_grad=True)
+    p, s = ProdSum.apply(x, x * 2)
+
+    def bad(g):
+        raise ValueError("no")
+    h = p.register_hook(bad)
+    with pytest.raises(ValueError):
+        (p.sum() + 100 * s.sum()).backward(retain_graph=True)
+    h.remove()
+    x.grad = None
+    p.sum().backward()
+    # p = x * (2x): d/dx = 4x, nothing of the failed pass's 100 * s
+    assert to64(x.grad).tolist() == [4.0, 4.0]
+
+
+def test_a_returned_input_marked_non_differentiable_is_a_new_tensor():
+    class Passthrough(Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.mark_non_differentiable(x)
+            return x
+
+        @staticmethod
+        def backward(ctx, g):
+            return g
+
+    x = ampc.ones(2, requires_grad=True)
+    y = Passthrough.apply(x)
+    assert y is not x and not y.requires_grad and x.requires_grad
+
+
+def test_an_in_place_op_on_an_output_that_views_an_input_is_refused():
+    class ViewAndTriple(Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x.view(2), x * 3
+
+        @staticmethod
+        def backward(ctx, a, b):
+            return a + 3 * b
+
+    x = ampc.ones(2, requires_grad=True) * 1
+    a, _ = ViewAndTriple.apply(x)
+    with pytest.raises(RuntimeError, match="Output 0 of ViewAndTriple is a "
+                                           "view and is being modified "
+                                           "inplace"):
+        a.mul_(2)

@@ -143,15 +143,21 @@ def test_second_derivatives_through_a_hooked_module():
 
 
 def test_errors_name_the_problem():
-    class Text(nn.Module):
+    class Listed(nn.Module):
         def forward(self, a):
-            return "not a tensor"
+            return [a * 2]
 
-    text = Text()
-    text.register_full_backward_hook(lambda *a: None)
+    listed = Listed()
+    calls = []
+    listed.register_full_backward_hook(lambda *a: calls.append(a))
     x = ampc.ones(2, requires_grad=True)
-    with pytest.raises(RuntimeError, match="a tensor or a tuple or list"):
-        text(x)
+    # as PyTorch: a list (or dict, ...) output is not hooked, with a warning
+    with pytest.warns(UserWarning, match="module output should be a Tensor "
+                                         "or a tuple of Tensors but received "
+                                         "<class 'list'>"):
+        out = listed(x)
+    out[0].sum().backward()
+    assert calls == []
     m = nn.Linear(2, 2)
     m.register_full_backward_hook(lambda mod, gi, go: (gi[0], gi[0]))
     with pytest.raises(RuntimeError, match="invalid number of grad_input "
@@ -229,3 +235,43 @@ def test_a_hook_returning_a_tensor_is_told_to_return_a_tuple():
     with pytest.raises(RuntimeError, match="must return None or a tuple of "
                                            "1 grad_output.*got Tensor"):
         m(x).sum().backward()
+
+
+def test_hooks_skip_a_backward_that_bypasses_the_outputs():
+    """As PyTorch: the full hook runs only when a gradient came through the
+    module's outputs (not for a cached intermediate); a second backward
+    through create_graph that reaches the outputs again runs it again."""
+
+    class Cache(nn.Module):
+        def forward(self, a, b):
+            self.cache = a * 3
+            return a * b, b * 2
+
+    m = Cache()
+    calls = []
+    m.register_full_backward_hook(lambda mod, gi, go: calls.append(go))
+    a = ampc.ones(2, requires_grad=True)
+    b = ampc.ones(2, requires_grad=True)
+    m(a, b)
+    m.cache.sum().backward()
+    assert calls == []
+    p, _ = m(a, b)
+    g, = ampc.autograd.grad((p * p).sum(), a, create_graph=True)
+    assert len(calls) == 1
+    g.sum().backward()
+    assert len(calls) == 2 and calls[1][1] is None     # as torch
+
+
+def test_an_in_place_op_on_a_hooked_view_is_refused():
+    class Scale(nn.Module):
+        def forward(self, a, b):
+            a.mul_(2)
+            return a + b
+
+    m = Scale()
+    m.register_full_backward_hook(lambda *a: None)
+    h = ampc.ones(2, requires_grad=True) * 1
+    with pytest.raises(RuntimeError, match="Output 0 of BackwardHookFunction "
+                                           "is a view and is being modified "
+                                           "inplace"):
+        m(h, ampc.ones(2, requires_grad=True))

@@ -8,6 +8,7 @@ from .. import _C
 from .function import (AccumulateGrad, _accumulate_graph, _accumulate_into,
                        _dev_str, _fresh_grad_fn, _sum_to)
 from .grad_mode import enable_grad, no_grad
+from .multi_output import forget_slot_grads
 
 _TB = _C.TensorBase
 _binary = _C.binary
@@ -237,6 +238,9 @@ def _run_backward(roots, root_grads, retain_graph, capture=None,
                 deps[nxt] = left
                 if left == 0:
                     push(ready, (-nxt._seq, next(tie), nxt))
+    except BaseException:
+        forget_slot_grads(ran)
+        raise
     finally:
         if not retain_graph:
             for node in ran:

@@ -177,6 +177,7 @@ class BackwardNode(Node):
     _out_slots = ()         # where _saved holds the (detached) outputs
     _out_of_slot = None     # _out_slots' output positions (multi_output)
     _slot_grads = None      # several outputs: their gradients, filed
+    _out_nodes = None       # several outputs: slot -> weakref to its node
     _out_metas = ()         # several outputs: (shape, dtype, device)
     _materialize = True     # a missing output gradient arrives as zeros
     _non_differentiable = frozenset()   # ids of the outputs marked so
@@ -376,7 +377,7 @@ class Function:
                 if out.__class__ is tuple or isinstance(out, tuple):
                     return _attach_tuple(ctx, out, args)
                 if id(out) in ctx._non_differentiable:
-                    return out
+                    return _own_identity(out, args)
                 return _attach(ctx, out, args)
         ctx = cls._node_cls()
         ctx.needs_input_grad = (False,) * len(args)
@@ -400,6 +401,9 @@ def _attach_tuple(ctx, out, args):
     diff = [i for i, o in enumerate(outs)
             if isinstance(o, _TB) and o.dtype.is_floating_point and
             id(o) not in ctx._non_differentiable]
+    for i, o in enumerate(outs):
+        if id(o) in ctx._non_differentiable:
+            outs[i] = _own_identity(o, args)
     if diff and ctx._function._all_outputs_differentiable:
         from .multi_output import attach_outputs
         attach_outputs(ctx, outs, diff, args)

@@ -88,7 +88,7 @@ def _user_backward(node, *grads):
     saved = node._saved
     if node._slot_grads is None:
         nodes = dict.fromkeys(slots, node)
-    else:               # several outputs: each its own node (a fresh one)
+    else:               # several outputs: each output's own node
         from .multi_output import output_node
         nodes = {i: output_node(node, node._out_of_slot[i]) for i in slots}
     node._saved = tuple(_saved_output(nodes[i], t) if i in slots else t

@@ -93,6 +93,15 @@ def _check_inplace(t):
     gf = _fresh_grad_fn(t)
     if gf is None:
         raise RuntimeError(_LEAF_INPLACE_MSG)
+    if getattr(gf, "_shares_input", False):
+        fn = gf.name()
+        fn = fn[:-len("Backward")] if fn.endswith("Backward") else fn
+        raise RuntimeError(
+            f"Output {gf._slot} of {fn} is a view and is being modified "
+            "inplace. This view is the output of a function that returns "
+            "multiple views. Such functions do not allow the output views "
+            "to be modified inplace. You should replace the inplace "
+            "operation by an out-of-place one.")
     if not gf._is_view:
         return None
     root = gf._root_ref() if gf._root_ref is not None else None

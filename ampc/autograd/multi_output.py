@@ -29,11 +29,15 @@ backward reaches.
 >>> x.grad
 tensor([5., 5.])
 """
+import weakref
+
 from .. import _C
 from .function import (_FREED_MSG, _TB, BackwardNode, _detach_saved_outputs,
-                       _dev_str, _own_identity, _record_edges, _sequence)
+                       _dev_str, _own_identity, _record_edges, _sequence,
+                       _storage_start)
 
-__all__ = ["OutputSlot", "attach_outputs", "output_node", "take_slot_grads"]
+__all__ = ["OutputSlot", "attach_outputs", "forget_slot_grads", "output_node",
+           "take_slot_grads"]
 
 _marker = None
 
@@ -48,7 +52,12 @@ def _marker_tensor():
 
 
 class OutputSlot(BackwardNode):
-    """The node of output ``_slot`` of the Function node ``_owner``."""
+    """The node of output ``_slot`` of the Function node ``_owner``;
+    ``_shares_input``: the output is a view of an argument, which an
+    in-place op may not change (PyTorch's rule for functions returning
+    several views)."""
+
+    _shares_input = False
 
     def name(self):
         return self._owner.name()
@@ -62,13 +71,25 @@ class OutputSlot(BackwardNode):
         grad = self._incoming(grad, engine_state, create_graph)
         if grad is None:
             return ()
-        self._owner._slot_grads[self._slot] = grad
+        # a second node of the same output (a saved output's, after its
+        # own died) adds to what the first filed
+        slots = self._owner._slot_grads
+        prev = slots[self._slot]
+        if prev is not None:
+            grad = prev + grad if create_graph else \
+                _C.binary("add", prev, grad)
+        slots[self._slot] = grad
         return (_marker_tensor(),)
 
 
 def output_node(owner, slot):
-    """A new node for output ``slot`` of ``owner`` (also how a saved output
-    is unpacked under create_graph=True)."""
+    """The node of output ``slot`` of ``owner``: the output's own while it
+    lives (a saved output unpacked under create_graph=True gets it, hooks
+    and retain_grad included, as in PyTorch), else a new one."""
+    ref = owner._out_nodes.get(slot)
+    node = ref() if ref is not None else None
+    if node is not None:
+        return node
     node = OutputSlot()
     node._owner = owner
     node._slot = slot
@@ -77,6 +98,7 @@ def output_node(owner, slot):
     node._metas = ((marker.shape, marker.dtype),)
     node.needs_input_grad = (True,)
     node._seq = next(_sequence)
+    owner._out_nodes[slot] = weakref.ref(node)
     return node
 
 
@@ -89,12 +111,16 @@ def attach_outputs(ctx, outs, diff, args):
     _detach_saved_outputs(ctx, [o if i in diff else None
                                 for i, o in enumerate(outs)])
     ctx._slot_grads = [None] * len(outs)
+    ctx._out_nodes = {}
     ctx._out_metas = tuple(
         (tuple(o.shape), o.dtype, _dev_str(o)) if isinstance(o, _TB)
         else None for o in outs)
     for i in diff:
         outs[i].requires_grad = True
         outs[i].grad_fn = output_node(ctx, i)
+        if any(isinstance(a, _TB) and _storage_start(a) ==
+               _storage_start(outs[i]) for a in args):
+            outs[i].grad_fn._shares_input = True
 
 
 def take_slot_grads(ctx):
@@ -108,3 +134,12 @@ def take_slot_grads(ctx):
                  if g is None and meta is not None else g
                  for g, meta in zip(grads, ctx._out_metas)]
     return tuple(grads)
+
+
+def forget_slot_grads(nodes):
+    """After a backward that raised: the gradients that the output nodes
+    among ``nodes`` filed, dropped (the next backward must not see them)."""
+    for node in nodes:
+        owner = getattr(node, "_owner", None)
+        if owner is not None and owner._slot_grads is not None:
+            owner._slot_grads = [None] * len(owner._slot_grads)

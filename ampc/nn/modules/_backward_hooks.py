@@ -12,7 +12,9 @@ in-place op on it stays possible); several through one node with an
 output per tensor (autograd/multi_output.py).  ``grad_output`` has an entry
 per output (None for a non-tensor or an output that got no gradient),
 ``grad_input`` one per positional argument (None for a non-tensor; zeros
-for a tensor that got no gradient, once several are hooked).
+for a tensor that got no gradient, once several are hooked); the hooks run
+only where a gradient came through the outputs.  A module that returns
+neither a tensor nor a tuple is not hooked (PyTorch's warning).
 
 >>> import ampc
 >>> from ampc import nn
@@ -137,6 +139,11 @@ class _Call:
         return tuple(grad_output[k] for k in self.outputs)
 
     def on_input_grads(self, grads):
+        if self.grad_output is None:
+            # no gradient came through the outputs (a graph that reaches
+            # the arguments another way, or a second backward): as
+            # PyTorch, the hooks do not run
+            return grads
         grad_input = [None] * self.n_args
         for k, g in zip(self.hooked, grads):
             grad_input[k] = g
@@ -146,6 +153,7 @@ class _Call:
                                          self.grad_output), self.n_args)
             if new is not None:
                 grad_input = new
+        self.grad_output = None
         return tuple(grad_input[k] for k in self.hooked)
 
 
@@ -177,12 +185,13 @@ def setup_output(call, output):
     """After the forward hooks: output with its tensors passed through a
     hook node (unchanged when none requires grad)."""
     single = isinstance(output, Tensor)
-    items = [output] if single else list(output) \
-        if isinstance(output, (tuple, list)) else None
-    if items is None:
-        raise RuntimeError(
-            "module backward hooks: ampc supports a module that returns a "
-            f"tensor or a tuple or list of them, not {output!r:.80}")
+    if not single and not isinstance(output, tuple):
+        warnings.warn(
+            "For backward hooks to be called, module output should be a "
+            "Tensor or a tuple of Tensors but received "
+            f"{type(output)}")
+        return output
+    items = [output] if single else list(output)
     at = [k for k, o in enumerate(items) if isinstance(o, Tensor)]
     if call is None or not any(items[k].requires_grad for k in at):
         return output
@@ -192,8 +201,6 @@ def setup_output(call, output):
         items[k] = t
     if single:
         return items[0]
-    if isinstance(output, list):
-        return items
     if hasattr(output, "_fields"):          # a named tuple
         return type(output)(*items)
     return type(output)(items)
