@@ -572,7 +572,8 @@ _FUNCTIONS = [
     "index_add",
     "take", "narrow", "isclose", "allclose", "equal", "logical_and",
     "logical_or", "logical_xor", "logical_not", "sigmoid", "tanh", "norm",
-    "var", "std", "split", "chunk", "unbind", "tile", "flip",
+    "var", "std", "split", "chunk", "unbind", "tile", "flip", "floor",
+    "ceil", "round", "trunc", "fix", "frac",
 ]
 # Kept out of this module's globals (they would shadow the builtins
 # sum/max/min/abs/any/all here); ampc/__init__.py exports them.

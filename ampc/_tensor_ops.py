@@ -140,6 +140,24 @@ def _unop(op, fn):
     return method
 
 
+def _rounding(op, fn):
+    """floor, ceil, round, trunc: an integer tensor is returned as a copy
+    (its values are integers already), a bool one refused, as torch."""
+    float_method = _unop(op, fn)
+
+    def method(self):
+        if self.dtype is _C.bool:
+            raise RuntimeError(
+                f"{op}(): not implemented for 'Bool' tensors; convert with "
+                ".long() or .float() first")
+        if not self.dtype.is_floating_point:
+            return self.clone()
+        return float_method(self)
+    method.__name__ = op
+    method.__qualname__ = "Tensor." + op
+    return method
+
+
 def _inplace_unop(op, fn):
     def method(self):
         if _mode.enabled and self.requires_grad:
@@ -244,12 +262,48 @@ class _TensorOps:
     sigmoid = _unop("sigmoid", _ag.Sigmoid)
     tanh = _unop("tanh", _ag.Tanh)
     sign = _unop("sign", _ag.Sign)
+    floor = _rounding("floor", _ag.Floor)
+    ceil = _rounding("ceil", _ag.Ceil)
+    trunc = fix = _rounding("trunc", _ag.Trunc)
+    _frac = _unop("frac", _ag.Frac)
+
+    def frac(self):
+        """self - trunc(self), for floating point tensors (as torch)."""
+        if not self.dtype.is_floating_point:
+            raise RuntimeError(
+                f"frac(): not implemented for {self.dtype} tensors; "
+                "convert with .float() first")
+        return self._frac()
+
+    def round(self, decimals=0):
+        """Half to even, as torch.round; with ``decimals``, torch's
+        ``round(x * 10^d) / 10^d`` (``round(x / 10^-d) * 10^-d`` for d < 0),
+        in the tensor's dtype."""
+        if decimals == 0:
+            return _rounding("round", _ag.Round)(self)
+        if not self.dtype.is_floating_point:
+            raise RuntimeError(
+                "round(): decimals is only supported for floating point "
+                f"tensors, got {self.dtype}")
+        if self.dtype is not _C.float32:
+            # 16-bit: in float32, rounded once at the end (as torch)
+            return self.float().round(decimals).to(self.dtype)
+        if decimals > 0:
+            ten = 10.0 ** decimals
+            return (self * ten).round() / ten
+        ten = 10.0 ** -decimals
+        return (self / ten).round() * ten
 
     neg_ = negative_ = _inplace_unop("neg", _ag.Neg)
     abs_ = _inplace_unop("abs", _ag.Abs)
     sqrt_ = _inplace_unop("sqrt", _ag.Sqrt)
     rsqrt_ = _inplace_unop("rsqrt", _ag.Rsqrt)
     reciprocal_ = _inplace_unop("reciprocal", _ag.Reciprocal)
+    floor_ = _inplace_unop("floor", _ag.Floor)
+    ceil_ = _inplace_unop("ceil", _ag.Ceil)
+    round_ = _inplace_unop("round", _ag.Round)
+    trunc_ = fix_ = _inplace_unop("trunc", _ag.Trunc)
+    frac_ = _inplace_unop("frac", _ag.Frac)
 
     def square(self):
         """self ** 2 (x * x); an integer or bool tensor gives int64, as

@@ -119,6 +119,21 @@ ampc_log_f32(float x)
     return ampc_select_f32(x != x, x, r);
 }
 
+/* The roundings to an integer value (exact: every level and the GPU give
+ * the same bits; round is half to even, as torch.round) and frac, x -
+ * trunc(x), as torch.frac (frac(-0) = +0, frac(+-inf) = NaN). */
+AMPC_HOST_DEVICE float
+ampc_round_f32(float x)
+{
+    return rintf(x);
+}
+
+AMPC_HOST_DEVICE float
+ampc_frac_f32(float x)
+{
+    return AMPC_SUB(x, truncf(x));
+}
+
 /* The backwards of sigmoid and tanh from their output y, g y (1 - y) and
  * g (1 - y^2), in this order (every rounding the three separate ops made,
  * in one pass). */

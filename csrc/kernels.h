@@ -88,6 +88,11 @@ typedef enum {
     AMPC_UN_RECIPROCAL_SQUARE,  /* 1 / (x * x): x ** -2 */
     AMPC_UN_RSQRT,          /* 1 / sqrt(x): x ** -0.5 */
     AMPC_UN_RECIPROCAL,     /* 1 / x: x ** -1 */
+    AMPC_UN_FLOOR,          /* the roundings to an integer value */
+    AMPC_UN_CEIL,
+    AMPC_UN_ROUND,          /* half to even */
+    AMPC_UN_TRUNC,
+    AMPC_UN_FRAC,           /* x - trunc(x) */
     AMPC_UN_ISFINITE,       /* output dtype is bool */
     AMPC_NUM_UNARY
 } ampc_unary_op;

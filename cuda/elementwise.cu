@@ -195,6 +195,16 @@ unary_c(int op, float a)
         return ampc_reciprocal_square_f32(a);
     case AMPC_UN_RSQRT:
         return ampc_rsqrt_f32(a);
+    case AMPC_UN_FLOOR:
+        return floorf(a);
+    case AMPC_UN_CEIL:
+        return ceilf(a);
+    case AMPC_UN_ROUND:
+        return ampc_round_f32(a);
+    case AMPC_UN_TRUNC:
+        return truncf(a);
+    case AMPC_UN_FRAC:
+        return ampc_frac_f32(a);
     case AMPC_UN_RECIPROCAL:
         return ampc_reciprocal_f32(a);
     default:

@@ -47,9 +47,9 @@ from .function import (  # noqa: F401
 )
 from .engine import backward, grad  # noqa: F401
 from .functions import (  # noqa: F401
-    Abs, Add, Cast, Clamp, Clone, Div, Exp, Log, MaskedFill, Maximum,
-    Minimum, Mul, Neg, Pow, Reciprocal, Relu, Rsqrt, Sigmoid, Sign, Sqrt,
-    Sub, Tanh, ToDevice, Where,
+    Abs, Add, Cast, Ceil, Clamp, Clone, Div, Exp, Floor, Frac, Log,
+    MaskedFill, Maximum, Minimum, Mul, Neg, Pow, Reciprocal, Relu, Round,
+    Rsqrt, Sigmoid, Sign, Sqrt, Sub, Tanh, ToDevice, Trunc, Where,
 )
 from .views import (  # noqa: F401
     Expand, Flatten, GetItem, Permute, Reshape, Squeeze, Transpose,

@@ -276,6 +276,46 @@ class Sign(Function):
         return _binary("mul", g, 0)
 
 
+class Floor(Function):
+    """floor, and through _op ceil, round and trunc: piecewise constant, so
+    the gradient is zeros (zeros_like, as PyTorch: not g * 0, which would
+    carry a NaN or inf of g)."""
+
+    _op = "floor"
+
+    @staticmethod
+    def forward(ctx, a):
+        return _unary(ctx._function._op, a)
+
+    @staticmethod
+    def backward(ctx, g):
+        return _C.full(tuple(g.shape), 0, g.dtype, _dev_str(g))
+
+
+class Ceil(Floor):
+    _op = "ceil"
+
+
+class Round(Floor):
+    _op = "round"
+
+
+class Trunc(Floor):
+    _op = "trunc"
+
+
+class Frac(Function):
+    """x - trunc(x): the gradient passes unchanged."""
+
+    @staticmethod
+    def forward(ctx, a):
+        return _unary("frac", a)
+
+    @staticmethod
+    def backward(ctx, g):
+        return g
+
+
 class Clamp(Function):
     @staticmethod
     def forward(ctx, a, min=None, max=None):

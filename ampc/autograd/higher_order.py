@@ -51,7 +51,8 @@ def graph_backward(node, *grads):
         f"{node.name()}: ampc has no differentiable backward for this op, "
         "so create_graph=True (higher-order gradients) cannot go through "
         "it; it can through element-wise arithmetic (+ - * / neg pow sqrt "
-        "rsqrt reciprocal exp log abs relu sigmoid tanh clamp maximum "
+        "rsqrt reciprocal exp log abs relu sigmoid tanh floor ceil round trunc "
+        "frac clamp maximum "
         "minimum), gelu, silu, "
         "leaky_relu, where, "
         "masked_fill, casts "
@@ -208,6 +209,10 @@ def _relu(node, g):
 
 def _sign(node, g):
     return g * 0
+
+
+def _rounding(node, g):
+    return _fn.Floor.backward(node, g)     # zeros: no graph to build
 
 
 def _clamp(node, g):
@@ -647,6 +652,8 @@ def _make_formulas():
         _fn.Neg: _neg, _fn.Abs: _abs, _fn.Sqrt: _sqrt, _fn.Exp: _exp,
         _fn.Rsqrt: _rsqrt, _fn.Reciprocal: _reciprocal,
         _fn.Log: _log, _fn.Relu: _relu, _fn.Sign: _sign,
+        _fn.Floor: _rounding, _fn.Ceil: _rounding, _fn.Round: _rounding,
+        _fn.Trunc: _rounding, _fn.Frac: _identity,
         _fn.Sigmoid: _sigmoid, _fn.Tanh: _tanh,
         _fn.Clamp: _clamp, _fn.Where: _where, _fn.MaskedFill: _masked_fill,
         _fn.Cast: _cast, _fn.Clone: _identity,

@@ -375,6 +375,31 @@ ampc_unary_f32(ampc_unary_op op, int64_t n, const float *a, float *o)
             o[i] = ampc_rsqrt_f32(a[i]);
         }
         break;
+    case AMPC_UN_FLOOR:
+        for (i = 0; i < n; i++) {
+            o[i] = floorf(a[i]);
+        }
+        break;
+    case AMPC_UN_CEIL:
+        for (i = 0; i < n; i++) {
+            o[i] = ceilf(a[i]);
+        }
+        break;
+    case AMPC_UN_ROUND:
+        for (i = 0; i < n; i++) {
+            o[i] = ampc_round_f32(a[i]);
+        }
+        break;
+    case AMPC_UN_TRUNC:
+        for (i = 0; i < n; i++) {
+            o[i] = truncf(a[i]);
+        }
+        break;
+    case AMPC_UN_FRAC:
+        for (i = 0; i < n; i++) {
+            o[i] = ampc_frac_f32(a[i]);
+        }
+        break;
     case AMPC_UN_RECIPROCAL:
         for (i = 0; i < n; i++) {
             o[i] = ampc_reciprocal_f32(a[i]);
