@@ -54,6 +54,7 @@ def graph_backward(node, *grads):
         "rsqrt reciprocal exp log abs relu sigmoid tanh floor ceil round trunc "
         "frac clamp maximum "
         "minimum), gelu, silu, "
+        "the composite activations (elu, softplus, hardtanh, ...), "
         "leaky_relu, where, "
         "masked_fill, casts "
         "and device moves, "
@@ -637,7 +638,8 @@ def _mse_loss(node, g):
 
 
 def _make_formulas():
-    from ..nn import _activations, _avg_pool, _embedding
+    from ..nn import (_activations, _activations_more, _avg_pool,
+                      _embedding)
     from ..nn import _losses as L
     from ..nn import _norm as N
     from ..nn import functional as F
@@ -691,6 +693,7 @@ def _make_formulas():
         **_writes.formulas(),
         **_avg_pool.formulas(),
         **_activations.formulas(),
+        **_activations_more.formulas(),
         **_embedding.formulas(),
         **_scatter.formulas(),
     }

@@ -25,6 +25,10 @@ from .._dtype_device import _check_dtype, _wrap_dim
 from ._args import (_groups, _needs_grad, _number, _opt_tensor, _pair,
                     _reduction, _tensor)  # noqa: F401 (_reduction: modules)
 from ._activations import gelu, leaky_relu, silu
+from ._activations_more import (celu, celu_, elu, elu_, hardsigmoid,
+                                hardswish, hardtanh, hardtanh_, logsigmoid,
+                                mish, relu6, selu, selu_, softplus,
+                                softsign)
 from ._avg_pool import adaptive_avg_pool2d, avg_pool2d
 from ._bce import binary_cross_entropy_with_logits
 from ._embedding import embedding
@@ -37,6 +41,9 @@ __all__ = [
     "softmax", "log_softmax", "cross_entropy", "nll_loss", "mse_loss",
     "flatten", "one_hot", "sigmoid", "tanh",
     "binary_cross_entropy_with_logits", "batch_norm", "layer_norm",
+    "relu6", "hardtanh", "hardtanh_", "elu", "elu_", "selu", "selu_",
+    "celu", "celu_", "softplus", "hardsigmoid", "hardswish", "softsign",
+    "mish", "logsigmoid",
 ]
 
 
