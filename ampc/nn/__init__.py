@@ -12,6 +12,8 @@ from .parameter import Parameter
 from .modules import (
     Module, Sequential, ModuleList, Linear, Identity, Embedding, Conv2d,
     ReLU, Sigmoid, Tanh, GELU, SiLU, LeakyReLU, Softmax, LogSoftmax,
+    ReLU6, Hardtanh, ELU, SELU, CELU, Softplus, Hardsigmoid, Hardswish,
+    Softsign, Mish, LogSigmoid,
     MaxPool2d, AvgPool2d, AdaptiveAvgPool2d, Flatten, Dropout,
     CrossEntropyLoss, NLLLoss, MSELoss, BCEWithLogitsLoss, BatchNorm1d,
     BatchNorm2d, LayerNorm,
@@ -24,7 +26,8 @@ __all__ = [
     "Parameter", "Module", "Sequential", "ModuleList", "Linear", "Identity",
     "Embedding",
     "Conv2d", "ReLU", "Sigmoid", "Tanh", "GELU", "SiLU", "LeakyReLU",
-    "Softmax", "LogSoftmax",
+    "Softmax", "LogSoftmax", "ReLU6", "Hardtanh", "ELU", "SELU", "CELU",
+    "Softplus", "Hardsigmoid", "Hardswish", "Softsign", "Mish", "LogSigmoid",
     "MaxPool2d", "AvgPool2d", "AdaptiveAvgPool2d", "Flatten",
     "Dropout", "CrossEntropyLoss", "NLLLoss", "MSELoss", "BCEWithLogitsLoss",
     "BatchNorm1d", "BatchNorm2d", "LayerNorm", "functional",

@@ -5,7 +5,9 @@ from .linear import Linear, Identity
 from .embedding import Embedding
 from .conv import Conv2d
 from .activation import (ReLU, Sigmoid, Tanh, GELU, SiLU, LeakyReLU, Softmax,
-                         LogSoftmax)
+                         LogSoftmax, ReLU6, Hardtanh, ELU, SELU, CELU,
+                         Softplus, Hardsigmoid, Hardswish, Softsign, Mish,
+                         LogSigmoid)
 from .pooling import AdaptiveAvgPool2d, AvgPool2d, MaxPool2d
 from .flatten import Flatten
 from .dropout import Dropout
@@ -17,7 +19,9 @@ __all__ = [
     "Module", "Sequential", "ModuleList", "Linear", "Identity", "Embedding",
     "Conv2d",
     "ReLU", "Sigmoid", "Tanh", "GELU", "SiLU", "LeakyReLU", "Softmax",
-    "LogSoftmax", "MaxPool2d",
+    "LogSoftmax", "ReLU6", "Hardtanh", "ELU", "SELU", "CELU", "Softplus",
+    "Hardsigmoid", "Hardswish", "Softsign", "Mish", "LogSigmoid",
+    "MaxPool2d",
     "AvgPool2d", "AdaptiveAvgPool2d",
     "Flatten", "Dropout",
     "CrossEntropyLoss", "NLLLoss", "MSELoss", "BCEWithLogitsLoss",

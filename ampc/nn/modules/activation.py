@@ -1,5 +1,7 @@
 """Activation layers: ``ReLU``, ``Sigmoid``, ``Tanh``, ``GELU``, ``SiLU``,
-``LeakyReLU``, ``Softmax``, ``LogSoftmax``.
+``LeakyReLU``, ``Softmax``, ``LogSoftmax``, and ``ReLU6``, ``Hardtanh``,
+``ELU``, ``SELU``, ``CELU``, ``Softplus``, ``Hardsigmoid``, ``Hardswish``,
+``Softsign``, ``Mish``, ``LogSigmoid`` (composites, nn/_activations_more.py).
 
 >>> import ampc
 >>> ampc.nn.ReLU()(ampc.tensor([-1.0, 1.0]))
@@ -9,7 +11,9 @@ from .. import functional as F
 from .module import Module
 
 __all__ = ["ReLU", "Sigmoid", "Tanh", "GELU", "SiLU", "LeakyReLU", "Softmax",
-           "LogSoftmax"]
+           "LogSoftmax", "ReLU6", "Hardtanh", "ELU", "SELU", "CELU",
+           "Softplus", "Hardsigmoid", "Hardswish", "Softsign", "Mish",
+           "LogSigmoid"]
 
 
 class ReLU(Module):
@@ -158,3 +162,192 @@ class LogSoftmax(Module):
 
     def extra_repr(self):
         return f"dim={self.dim}"
+
+
+def _inplace_str(inplace, sep=", "):
+    return sep + "inplace=True" if inplace else ""
+
+
+class Hardtanh(Module):
+    """clamp(x, min_val, max_val) element-wise.
+
+    >>> import ampc
+    >>> ampc.nn.Hardtanh(-2, 2)
+    Hardtanh(min_val=-2, max_val=2)
+    """
+
+    def __init__(self, min_val=-1.0, max_val=1.0, inplace=False):
+        super().__init__()
+        if min_val > max_val:
+            raise ValueError("min_val cannot be greater than max_val")
+        self.min_val = min_val
+        self.max_val = max_val
+        self.inplace = inplace
+
+    def forward(self, input):
+        return F.hardtanh(input, self.min_val, self.max_val, self.inplace)
+
+    def extra_repr(self):
+        return (f"min_val={self.min_val}, max_val={self.max_val}"
+                + _inplace_str(self.inplace))
+
+
+class ReLU6(Hardtanh):
+    """min(max(x, 0), 6) element-wise.
+
+    >>> import ampc
+    >>> ampc.nn.ReLU6()
+    ReLU6()
+    """
+
+    def __init__(self, inplace=False):
+        super().__init__(0.0, 6.0, inplace)
+
+    def extra_repr(self):
+        return _inplace_str(self.inplace, "")
+
+
+class ELU(Module):
+    """x where positive, else alpha * (exp(x) - 1).
+
+    >>> import ampc
+    >>> ampc.nn.ELU()
+    ELU(alpha=1.0)
+    """
+
+    def __init__(self, alpha=1.0, inplace=False):
+        super().__init__()
+        self.alpha = alpha
+        self.inplace = inplace
+
+    def forward(self, input):
+        return F.elu(input, self.alpha, self.inplace)
+
+    def extra_repr(self):
+        return f"alpha={self.alpha}" + _inplace_str(self.inplace)
+
+
+class CELU(ELU):
+    """x where positive, else alpha * (exp(x / alpha) - 1).
+
+    >>> import ampc
+    >>> ampc.nn.CELU(2.0)
+    CELU(alpha=2.0)
+    """
+
+    def forward(self, input):
+        return F.celu(input, self.alpha, self.inplace)
+
+
+class SELU(Module):
+    """scale * elu(x, alpha) with the self-normalising constants.
+
+    >>> import ampc
+    >>> ampc.nn.SELU()
+    SELU()
+    """
+
+    def __init__(self, inplace=False):
+        super().__init__()
+        self.inplace = inplace
+
+    def forward(self, input):
+        return F.selu(input, self.inplace)
+
+    def extra_repr(self):
+        return _inplace_str(self.inplace, "")
+
+
+class Softplus(Module):
+    """log(1 + exp(beta x)) / beta (x where beta x > threshold).
+
+    >>> import ampc
+    >>> ampc.nn.Softplus()
+    Softplus(beta=1.0, threshold=20.0)
+    """
+
+    def __init__(self, beta=1.0, threshold=20.0):
+        super().__init__()
+        self.beta = beta
+        self.threshold = threshold
+
+    def forward(self, input):
+        return F.softplus(input, self.beta, self.threshold)
+
+    def extra_repr(self):
+        return f"beta={self.beta}, threshold={self.threshold}"
+
+
+class Hardsigmoid(Module):
+    """clamp(x + 3, 0, 6) / 6 element-wise.
+
+    >>> import ampc
+    >>> ampc.nn.Hardsigmoid()
+    Hardsigmoid()
+    """
+
+    def __init__(self, inplace=False):
+        super().__init__()
+        self.inplace = inplace
+
+    def forward(self, input):
+        return F.hardsigmoid(input, self.inplace)
+
+
+class Hardswish(Module):
+    """x * clamp(x + 3, 0, 6) / 6 element-wise.
+
+    >>> import ampc
+    >>> ampc.nn.Hardswish()
+    Hardswish()
+    """
+
+    def __init__(self, inplace=False):
+        super().__init__()
+        self.inplace = inplace
+
+    def forward(self, input):
+        return F.hardswish(input, self.inplace)
+
+
+class Softsign(Module):
+    """x / (1 + |x|) element-wise.
+
+    >>> import ampc
+    >>> ampc.nn.Softsign()
+    Softsign()
+    """
+
+    def forward(self, input):
+        return F.softsign(input)
+
+
+class Mish(Module):
+    """x * tanh(softplus(x)) element-wise.
+
+    >>> import ampc
+    >>> ampc.nn.Mish()
+    Mish()
+    """
+
+    def __init__(self, inplace=False):
+        super().__init__()
+        self.inplace = inplace
+
+    def forward(self, input):
+        return F.mish(input, self.inplace)
+
+    def extra_repr(self):
+        return _inplace_str(self.inplace, "")
+
+
+class LogSigmoid(Module):
+    """log(sigmoid(x)) element-wise.
+
+    >>> import ampc
+    >>> ampc.nn.LogSigmoid()
+    LogSigmoid()
+    """
+
+    def forward(self, input):
+        return F.logsigmoid(input)
