@@ -64,6 +64,7 @@ def graph_backward(node, *grads):
         "max-pool too), max_pool2d, avg_pool2d, adaptive_avg_pool2d, "
         "dropout, softmax, log_softmax, "
         "nll_loss, cross_entropy, binary_cross_entropy_with_logits, "
+        "binary_cross_entropy, "
         "mse_loss, batch_norm and layer_norm")
 
 
@@ -637,7 +638,7 @@ def _mse_loss(node, g):
 
 
 def _make_formulas():
-    from ..nn import _activations, _avg_pool, _embedding
+    from ..nn import _activations, _avg_pool, _embedding, _losses_more
     from ..nn import _losses as L
     from ..nn import _norm as N
     from ..nn import functional as F
@@ -693,4 +694,5 @@ def _make_formulas():
         **_activations.formulas(),
         **_embedding.formulas(),
         **_scatter.formulas(),
+        **_losses_more.formulas(),
     }

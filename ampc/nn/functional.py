@@ -30,6 +30,8 @@ from ._bce import binary_cross_entropy_with_logits
 from ._embedding import embedding
 from ._encoding import one_hot
 from ._losses import cross_entropy, mse_loss, nll_loss
+from ._losses_more import (binary_cross_entropy, huber_loss, kl_div,
+                           l1_loss, smooth_l1_loss)
 from ._norm import batch_norm, layer_norm
 
 __all__ = [
@@ -37,6 +39,8 @@ __all__ = [
     "softmax", "log_softmax", "cross_entropy", "nll_loss", "mse_loss",
     "flatten", "one_hot", "sigmoid", "tanh",
     "binary_cross_entropy_with_logits", "batch_norm", "layer_norm",
+    "l1_loss", "smooth_l1_loss", "huber_loss", "binary_cross_entropy",
+    "kl_div",
 ]
 
 
