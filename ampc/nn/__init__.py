@@ -13,7 +13,8 @@ from .modules import (
     Module, Sequential, ModuleList, Linear, Identity, Embedding, Conv2d,
     ReLU, Sigmoid, Tanh, GELU, SiLU, LeakyReLU, Softmax, LogSoftmax,
     MaxPool2d, AvgPool2d, AdaptiveAvgPool2d, Flatten, Dropout,
-    CrossEntropyLoss, NLLLoss, MSELoss, BCEWithLogitsLoss, BatchNorm1d,
+    CrossEntropyLoss, NLLLoss, MSELoss, BCEWithLogitsLoss, L1Loss,
+    SmoothL1Loss, HuberLoss, BCELoss, KLDivLoss, BatchNorm1d,
     BatchNorm2d, LayerNorm,
 )
 from . import functional
@@ -27,6 +28,7 @@ __all__ = [
     "Softmax", "LogSoftmax",
     "MaxPool2d", "AvgPool2d", "AdaptiveAvgPool2d", "Flatten",
     "Dropout", "CrossEntropyLoss", "NLLLoss", "MSELoss", "BCEWithLogitsLoss",
+    "L1Loss", "SmoothL1Loss", "HuberLoss", "BCELoss", "KLDivLoss",
     "BatchNorm1d", "BatchNorm2d", "LayerNorm", "functional",
     "init", "utils",
 ]
