@@ -65,6 +65,7 @@ def graph_backward(node, *grads):
         "max-pool too), max_pool2d, avg_pool2d, adaptive_avg_pool2d, "
         "dropout, softmax, log_softmax, "
         "nll_loss, cross_entropy, binary_cross_entropy_with_logits, "
+        "binary_cross_entropy, "
         "mse_loss, batch_norm and layer_norm")
 
 
@@ -639,7 +640,7 @@ def _mse_loss(node, g):
 
 def _make_formulas():
     from ..nn import (_activations, _activations_more, _avg_pool,
-                      _embedding)
+                      _embedding, _losses_more)
     from ..nn import _losses as L
     from ..nn import _norm as N
     from ..nn import functional as F
@@ -696,4 +697,5 @@ def _make_formulas():
         **_activations_more.formulas(),
         **_embedding.formulas(),
         **_scatter.formulas(),
+        **_losses_more.formulas(),
     }

@@ -15,7 +15,8 @@ from .modules import (
     ReLU6, Hardtanh, ELU, SELU, CELU, Softplus, Hardsigmoid, Hardswish,
     Softsign, Mish, LogSigmoid,
     MaxPool2d, AvgPool2d, AdaptiveAvgPool2d, Flatten, Dropout,
-    CrossEntropyLoss, NLLLoss, MSELoss, BCEWithLogitsLoss, BatchNorm1d,
+    CrossEntropyLoss, NLLLoss, MSELoss, BCEWithLogitsLoss, L1Loss,
+    SmoothL1Loss, HuberLoss, BCELoss, KLDivLoss, BatchNorm1d,
     BatchNorm2d, LayerNorm,
 )
 from . import functional
@@ -30,6 +31,7 @@ __all__ = [
     "Softplus", "Hardsigmoid", "Hardswish", "Softsign", "Mish", "LogSigmoid",
     "MaxPool2d", "AvgPool2d", "AdaptiveAvgPool2d", "Flatten",
     "Dropout", "CrossEntropyLoss", "NLLLoss", "MSELoss", "BCEWithLogitsLoss",
+    "L1Loss", "SmoothL1Loss", "HuberLoss", "BCELoss", "KLDivLoss",
     "BatchNorm1d", "BatchNorm2d", "LayerNorm", "functional",
     "init", "utils",
 ]

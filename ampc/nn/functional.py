@@ -34,6 +34,8 @@ from ._bce import binary_cross_entropy_with_logits
 from ._embedding import embedding
 from ._encoding import one_hot
 from ._losses import cross_entropy, mse_loss, nll_loss
+from ._losses_more import (binary_cross_entropy, huber_loss, kl_div,
+                           l1_loss, smooth_l1_loss)
 from ._norm import batch_norm, layer_norm
 
 __all__ = [
@@ -44,6 +46,8 @@ __all__ = [
     "relu6", "hardtanh", "hardtanh_", "elu", "elu_", "selu", "selu_",
     "celu", "celu_", "softplus", "hardsigmoid", "hardswish", "softsign",
     "mish", "logsigmoid",
+    "l1_loss", "smooth_l1_loss", "huber_loss", "binary_cross_entropy",
+    "kl_div",
 ]
 
 

@@ -11,7 +11,8 @@ from .activation import (ReLU, Sigmoid, Tanh, GELU, SiLU, LeakyReLU, Softmax,
 from .pooling import AdaptiveAvgPool2d, AvgPool2d, MaxPool2d
 from .flatten import Flatten
 from .dropout import Dropout
-from .loss import CrossEntropyLoss, NLLLoss, MSELoss, BCEWithLogitsLoss
+from .loss import (CrossEntropyLoss, NLLLoss, MSELoss, BCEWithLogitsLoss,
+                   L1Loss, SmoothL1Loss, HuberLoss, BCELoss, KLDivLoss)
 from .batchnorm import BatchNorm1d, BatchNorm2d
 from .normalization import LayerNorm
 
@@ -25,5 +26,6 @@ __all__ = [
     "AvgPool2d", "AdaptiveAvgPool2d",
     "Flatten", "Dropout",
     "CrossEntropyLoss", "NLLLoss", "MSELoss", "BCEWithLogitsLoss",
+    "L1Loss", "SmoothL1Loss", "HuberLoss", "BCELoss", "KLDivLoss",
     "BatchNorm1d", "BatchNorm2d", "LayerNorm", "_IncompatibleKeys",
 ]

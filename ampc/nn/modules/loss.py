@@ -1,5 +1,6 @@
 """Loss layers: ``CrossEntropyLoss``, ``NLLLoss``, ``MSELoss``,
-``BCEWithLogitsLoss``.
+``BCEWithLogitsLoss``, ``L1Loss``, ``SmoothL1Loss``, ``HuberLoss``,
+``BCELoss``, ``KLDivLoss``.
 
 >>> import ampc
 >>> crit = ampc.nn.CrossEntropyLoss()
@@ -9,7 +10,8 @@ tensor(1.3863)
 from .. import functional as F
 from .module import Module
 
-__all__ = ["CrossEntropyLoss", "NLLLoss", "MSELoss", "BCEWithLogitsLoss"]
+__all__ = ["CrossEntropyLoss", "NLLLoss", "MSELoss", "BCEWithLogitsLoss",
+           "L1Loss", "SmoothL1Loss", "HuberLoss", "BCELoss", "KLDivLoss"]
 
 
 class _Loss(Module):
@@ -104,3 +106,85 @@ class BCEWithLogitsLoss(_Loss):
         return F.binary_cross_entropy_with_logits(
             input, target, self.weight, reduction=self.reduction,
             pos_weight=self.pos_weight)
+
+
+class L1Loss(_Loss):
+    """Mean (or summed, or element-wise) absolute error.
+
+    >>> import ampc
+    >>> ampc.nn.L1Loss()(ampc.ones(3), ampc.zeros(3))
+    tensor(1.)
+    """
+
+    def forward(self, input, target):
+        return F.l1_loss(input, target, reduction=self.reduction)
+
+
+class SmoothL1Loss(_Loss):
+    """Smooth L1 loss: quadratic below ``beta``, linear above (beta = 0 is
+    the L1 loss).
+
+    >>> import ampc
+    >>> ampc.nn.SmoothL1Loss(beta=0.5)(ampc.ones(3), ampc.zeros(3))
+    tensor(0.7500)
+    """
+
+    def __init__(self, size_average=None, reduce=None, reduction="mean",
+                 beta=1.0):
+        super().__init__(size_average, reduce, reduction)
+        self.beta = beta
+
+    def forward(self, input, target):
+        return F.smooth_l1_loss(input, target, reduction=self.reduction,
+                                beta=self.beta)
+
+
+class HuberLoss(_Loss):
+    """Huber loss: quadratic below ``delta``, ``delta``-scaled linear above.
+
+    >>> import ampc
+    >>> ampc.nn.HuberLoss(delta=0.5)(ampc.ones(3), ampc.zeros(3))
+    tensor(0.3750)
+    """
+
+    def __init__(self, reduction="mean", delta=1.0):
+        super().__init__(reduction=reduction)
+        self.delta = delta
+
+    def forward(self, input, target):
+        return F.huber_loss(input, target, reduction=self.reduction,
+                            delta=self.delta)
+
+
+class BCELoss(_WeightedLoss):
+    """Binary cross-entropy of probabilities, with an optional element
+    ``weight`` (a buffer); refused under CUDA autocast, as in PyTorch.
+
+    >>> import ampc
+    >>> ampc.nn.BCELoss()(ampc.tensor([0.5]), ampc.ones(1))
+    tensor(0.6931)
+    """
+
+    def forward(self, input, target):
+        return F.binary_cross_entropy(input, target, weight=self.weight,
+                                      reduction=self.reduction)
+
+
+class KLDivLoss(_Loss):
+    """Kullback-Leibler divergence of log-probabilities from a target
+    (probabilities, or log-probabilities when ``log_target``); use
+    ``reduction='batchmean'`` for the divergence itself.
+
+    >>> import ampc
+    >>> ampc.nn.KLDivLoss(reduction="batchmean", log_target=True)
+    KLDivLoss()
+    """
+
+    def __init__(self, size_average=None, reduce=None, reduction="mean",
+                 log_target=False):
+        super().__init__(size_average, reduce, reduction)
+        self.log_target = log_target
+
+    def forward(self, input, target):
+        return F.kl_div(input, target, reduction=self.reduction,
+                        log_target=self.log_target)
