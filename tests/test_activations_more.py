@@ -315,3 +315,13 @@ def test_bad_arguments():
         F.elu(ampc.ones(2), alpha="1")
     with pytest.raises(TypeError, match="beta.*number"):
         F.softplus(ampc.ones(2), beta=None)
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not ampc.cuda.is_available(), reason="needs a CUDA GPU")
+def test_cuda_autocast_runs_softplus_in_float32():
+    """PyTorch's CUDA autocast lists softplus as a float32 op."""
+    x = ampc.randn(8, device="cuda").half()
+    with ampc.autocast("cuda", dtype=ampc.float16):
+        assert F.softplus(x).dtype is ampc.float32
+        assert F.elu(x).dtype is ampc.float16

@@ -211,6 +211,7 @@ EXPECTED_POLICY = {
     "softmax": (None, "fp32"), "log_softmax": (None, "fp32"),
     "sum": (None, "fp32"), "exp": (None, "fp32"), "log": (None, "fp32"),
     "pow": (None, "fp32"), "rsqrt": (None, "fp32"),
+    "softplus": (None, "fp32"),
     "reciprocal": (None, "fp32"), "layer_norm": (None, "fp32"),
     "cat": ("promote", None), "stack": ("promote", None),
 }

@@ -168,6 +168,7 @@ _Hardtanh = _op("_Hardtanh", "HardtanhBackward0", _hardtanh, _hardtanh_d)
 _Elu = _op("_Elu", "EluBackward0", _elu, _elu_d)
 _Celu = _op("_Celu", "CeluBackward0", _elu, _elu_d)
 _Softplus = _op("_Softplus", "SoftplusBackward0", _softplus, _softplus_d)
+_Softplus.autocast_op = "softplus"     # float32 under CUDA autocast
 _Hardsigmoid = _op("_Hardsigmoid", "HardsigmoidBackward0", _hardsigmoid,
                    _hardsigmoid_d)
 _Hardswish = _op("_Hardswish", "HardswishBackward0", _hardswish,
