@@ -265,6 +265,7 @@ class _TensorOps:
     floor = _rounding("floor", _ag.Floor)
     ceil = _rounding("ceil", _ag.Ceil)
     trunc = fix = _rounding("trunc", _ag.Trunc)
+    _round = _rounding("round", _ag.Round)
     _frac = _unop("frac", _ag.Frac)
 
     def frac(self):
@@ -280,7 +281,7 @@ class _TensorOps:
         ``round(x * 10^d) / 10^d`` (``round(x / 10^-d) * 10^-d`` for d < 0),
         in the tensor's dtype."""
         if decimals == 0:
-            return _rounding("round", _ag.Round)(self)
+            return self._round()
         if not self.dtype.is_floating_point:
             raise RuntimeError(
                 "round(): decimals is only supported for floating point "
