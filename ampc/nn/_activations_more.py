@@ -29,9 +29,10 @@ tensor([0., 3., 6.])
 tensor([9.3576e-14])
 """
 from .. import _C
+from .._tensor_where import where as _where
 from ..autograd import Function, _mode
 from ..autograd import inplace as _inplace
-from ._args import _tensor
+from ._args import _number, _tensor
 
 _SELU_ALPHA = 1.6732632423543772848170429916717
 _SELU_SCALE = 1.0507009873554804934193349852946
@@ -60,10 +61,6 @@ def _log1p(e):
     safe = _where(d == 0.0, 1.0, d)
     return _where(d == 0.0, e, u.log() * (e / safe))
 
-
-def _where(cond, a, b):
-    from .. import where
-    return where(cond, a, b)
 
 
 def _softplus1(x):
@@ -206,18 +203,12 @@ def _run(name, cls, input, p, inplace):
     return out
 
 
-def _float(name, arg, value):
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise TypeError(f"{name}(): argument '{arg}' must be a number, not "
-                        f"{type(value).__name__}")
-    return float(value)
-
 
 def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
     """clamp(x, min_val, max_val); the gradient is 1 strictly inside,
     0 at the bounds and beyond (as PyTorch's)."""
-    lo = _float("hardtanh", "min_val", min_val)
-    hi = _float("hardtanh", "max_val", max_val)
+    lo = _number("hardtanh", "min_val", min_val)
+    hi = _number("hardtanh", "max_val", max_val)
     if lo > hi:
         raise ValueError("min_val cannot be greater than max_val")
     return _run("hardtanh", _Hardtanh, input, (lo, hi), inplace)
@@ -235,7 +226,7 @@ def relu6(input, inplace=False):
 
 def elu(input, alpha=1.0, inplace=False):
     """x where x > 0, else alpha * (exp(x) - 1)."""
-    a = _float("elu", "alpha", alpha)
+    a = _number("elu", "alpha", alpha)
     return _run("elu", _Elu, input, (a, 1.0, 1.0), inplace)
 
 
@@ -258,7 +249,7 @@ def selu_(input):
 
 def celu(input, alpha=1.0, inplace=False):
     """x where x > 0, else alpha * (exp(x / alpha) - 1)."""
-    a = _float("celu", "alpha", alpha)
+    a = _number("celu", "alpha", alpha)
     if a == 0.0:
         raise RuntimeError("ZeroDivisionError")
     return _run("celu", _Celu, input, (a, 1.0, 1.0 / a), inplace)
@@ -271,8 +262,8 @@ def celu_(input, alpha=1.0):
 
 def softplus(input, beta=1.0, threshold=20.0):
     """log(1 + exp(beta * x)) / beta, or x where beta * x > threshold."""
-    b = _float("softplus", "beta", beta)
-    t = _float("softplus", "threshold", threshold)
+    b = _number("softplus", "beta", beta)
+    t = _number("softplus", "threshold", threshold)
     return _run("softplus", _Softplus, input, (b, t), False)
 
 

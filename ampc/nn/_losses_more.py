@@ -19,6 +19,7 @@ tensor(2.)
 import warnings
 
 from .. import _C
+from .._tensor_where import where as _where
 from ..autograd import Function
 from ._args import (_needs_grad, _number, _opt_tensor, _reduction,
                     _tensor)
@@ -127,10 +128,6 @@ def _quadratic_or_linear(input, target, width, scale_linear):
         return _where(ad < width, 0.5 * d * d, width * (ad - 0.5 * width))
     return _where(ad < width, 0.5 * d * d / width, ad - 0.5 * width)
 
-
-def _where(cond, a, b):
-    from .. import where        # (ampc imports nn while it loads)
-    return where(cond, a, b)
 
 
 def smooth_l1_loss(input, target, size_average=None, reduce=None,
