@@ -14,11 +14,24 @@ typedef enum {
     POLICY_NONE = 0,
     POLICY_LOWER,
     POLICY_FP32,
-    POLICY_PROMOTE
+    POLICY_PROMOTE,
+    POLICY_BANNED
 } autocast_policy;
 
 static const char *const policy_names[] = {NULL, "lower", "fp32",
-                                           "promote"};
+                                           "promote", "banned"};
+
+/* PyTorch's message for its one banned op, binary_cross_entropy */
+static const char banned_message[] =
+    "torch.nn.functional.binary_cross_entropy and torch.nn.BCELoss are "
+    "unsafe to autocast.\n"
+    "Many models use a sigmoid layer right before the binary cross entropy "
+    "layer.\n"
+    "In this case, combine the two layers using "
+    "torch.nn.functional.binary_cross_entropy_with_logits\n"
+    "or torch.nn.BCEWithLogitsLoss.  binary_cross_entropy_with_logits and "
+    "BCEWithLogits are\n"
+    "safe to autocast.";
 
 typedef struct {
     const char *op;
@@ -326,6 +339,11 @@ ac_autocast_cast_args(PyObject *module, PyObject *fargs)
     if (!st->enabled[device] || policy == POLICY_NONE) {
         Py_DECREF(st);
         return Py_NewRef(args);
+    }
+    if (policy == POLICY_BANNED) {
+        Py_DECREF(st);
+        PyErr_SetString(PyExc_RuntimeError, banned_message);
+        return NULL;
     }
     if (cast_fn == NULL) {
         Py_DECREF(st);

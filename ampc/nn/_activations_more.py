@@ -17,9 +17,8 @@ expm1 and log1p have no kernels: exp(t) - 1 is a degree-8 polynomial for
 u = 1 + e (exact to rounding; e where u rounds to 1), so the tails keep
 their relative accuracy (softplus(-30) = 9.36e-14, not 0).
 
-Autocast: these run in the input's dtype, as PyTorch's, except that
-PyTorch's CUDA autocast lists ``softplus`` as a float32 op and ampc's C
-autocast table has no entry for it yet, so softplus keeps the input dtype.
+Autocast: these run in the input's dtype, as PyTorch's, except
+``softplus``, a float32 op under CUDA autocast (``csrc/autocast_ops.def``).
 
 >>> import ampc
 >>> import ampc.nn.functional as F

@@ -7,9 +7,8 @@ PyTorch's closed-form gradients (finite at input 0 and 1, where the clamped
 logs have kinks).
 
 Autocast: PyTorch lists all five in its float32 policy on CPU, and all
-but ``binary_cross_entropy`` on CUDA, where it *bans* that one.  ``_C``'s
-policy table does not have these names, so the casts (and the ban) are
-applied here, per the tensors' device.
+but ``binary_cross_entropy`` on CUDA, where it *bans* that one; so does
+``_C``'s policy table (``csrc/autocast_ops.def``), applied here.
 
 >>> import ampc
 >>> import ampc.nn.functional as F
@@ -20,42 +19,21 @@ import warnings
 
 from .. import _C
 from .._tensor_where import where as _where
-from ..autograd import Function
+from ..autograd import Function, _mode
 from ._args import (_needs_grad, _number, _opt_tensor, _reduction,
                     _tensor)
 from ._losses import _broadcast_shape
-
-_BCE_BANNED = (
-    "torch.nn.functional.binary_cross_entropy and torch.nn.BCELoss are "
-    "unsafe to autocast.\n"
-    "Many models use a sigmoid layer right before the binary cross entropy "
-    "layer.\n"
-    "In this case, combine the two layers using "
-    "torch.nn.functional.binary_cross_entropy_with_logits\n"
-    "or torch.nn.BCEWithLogitsLoss.  binary_cross_entropy_with_logits and "
-    "BCEWithLogits are\n"
-    "safe to autocast.")
 
 _TORCH_DTYPE_NAMES = {"float16": "Half", "bfloat16": "BFloat16",
                       "float32": "Float", "int64": "Long", "bool": "Bool"}
 
 
-def _autocast_fp32(fn, *tensors):
-    """PyTorch's float32 autocast policy for ``fn``: when autocast is on for
-    the tensors' device, every floating tensor on it is cast to float32;
-    ``binary_cross_entropy`` is refused under CUDA autocast."""
+def _autocast(fn, *tensors):
+    """The autocast policy of ``fn`` from ``_C``'s table (float32 for all
+    five; ``binary_cross_entropy`` refused under CUDA autocast)."""
     if not _C.autocast_active():
         return tensors
-    first = next(t for t in tensors if t is not None)
-    dev = first.device.type
-    if not _C.is_autocast_enabled(dev):
-        return tensors
-    if fn == "binary_cross_entropy" and dev == "cuda":
-        raise RuntimeError(_BCE_BANNED)
-    return tuple(
-        t.float() if (t is not None and t.device.type == dev and
-                      t.dtype.is_floating_point) else t
-        for t in tensors)
+    return _C.autocast_cast_args(fn, tensors, _mode.enabled)
 
 
 def _size_warning(input, target):
@@ -109,7 +87,7 @@ def l1_loss(input, target, size_average=None, reduce=None, reduction="mean",
     input, target = _pair_args(fn, input, target)
     _opt_tensor(fn, "weight", 6, weight)
     reduction = _reduction(fn, size_average, reduce, reduction)
-    input, target, weight = _autocast_fp32(fn, input, target, weight)
+    input, target, weight = _autocast(fn, input, target, weight)
     loss = (input - target).abs()
     if weight is None:
         return _reduce(loss, reduction)
@@ -148,7 +126,7 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None,
     if beta < 0:
         raise RuntimeError(
             "smooth_l1_loss does not support negative values for beta.")
-    input, target = _autocast_fp32(fn, input, target)
+    input, target = _autocast(fn, input, target)
     if beta == 0.0:
         return _reduce((input - target).abs(), reduction)
     return _reduce(_quadratic_or_linear(input, target, beta, False),
@@ -174,7 +152,7 @@ def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
     if not delta > 0:
         raise RuntimeError(
             "huber_loss does not support non-positive values for delta.")
-    input, target, weight = _autocast_fp32(fn, input, target, weight)
+    input, target, weight = _autocast(fn, input, target, weight)
     loss = _quadratic_or_linear(input, target, delta, True)
     if weight is not None:
         _check_weight(weight, input)
@@ -265,7 +243,7 @@ def binary_cross_entropy(input, target, weight=None, size_average=None,
                 f"{fn}(): weight of size {list(weight.shape)} cannot be "
                 f"broadcast to the target's size {list(target.shape)}")
         weight = weight.expand(*shape)
-    input, target, weight = _autocast_fp32(fn, input, target, weight)
+    input, target, weight = _autocast(fn, input, target, weight)
     for name, t in (("target", target), ("weight", weight)):
         if t is not None and t.dtype != input.dtype:
             raise RuntimeError(
@@ -330,7 +308,7 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean",
             f"{type(log_target).__name__}")
     if tuple(input.shape) != tuple(target.shape):
         _broadcast_shape(fn, input.shape, target.shape)     # (the error)
-    input, target = _autocast_fp32(fn, input, target)
+    input, target = _autocast(fn, input, target)
     if log_target:
         loss = target.exp() * (target - input)
     else:
