@@ -29,8 +29,8 @@ __all__ = [
     "rand", "randn", "randint", "arange", "zeros_like", "ones_like",
     "empty_like", "full_like", "rand_like", "randn_like", "randint_like",
     "manual_seed", "initial_seed", "seed", "cat", "concat", "concatenate",
-    "stack", "flatten", "isfinite", "is_tensor", "numel", "matmul",
-    "get_default_dtype",
+    "stack", "flatten", "unflatten", "isfinite", "is_tensor", "numel",
+    "matmul", "get_default_dtype",
 ]
 
 
@@ -517,6 +517,16 @@ def flatten(input, start_dim=0, end_dim=-1):
     ampc.Size([2, 12])
     """
     return _input("flatten", input).flatten(start_dim, end_dim)
+
+
+def unflatten(input, dim, sizes):
+    """``input.unflatten(dim, sizes)``.
+
+    >>> import ampc
+    >>> ampc.unflatten(ampc.zeros(2, 6), 1, (2, -1)).shape
+    ampc.Size([2, 2, 3])
+    """
+    return _input("unflatten", input).unflatten(dim, sizes)
 
 
 def isfinite(input):

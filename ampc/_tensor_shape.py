@@ -9,6 +9,7 @@ A mixin of ``Tensor``.
 [[0, 1], [2, 3], [4]]
 """
 import math
+import operator
 
 from . import _C
 from ._dtype_device import _wrap_dim, int64
@@ -58,6 +59,28 @@ class _TensorShape:
         dim = _wrap_dim("unbind", dim, self.ndim)
         lead = (slice(None),) * dim
         return tuple(self[lead + (i,)] for i in range(self.shape[dim]))
+
+    def unflatten(self, dim, sizes):
+        """Dim ``dim`` split into ``sizes`` (one of them may be -1), by
+        ``reshape`` (a view where the strides allow)."""
+        d = _wrap_dim("unflatten", dim, self.ndim)
+        sizes = [operator.index(n) for n in sizes]
+        if not sizes:
+            raise RuntimeError("unflatten: sizes must be non-empty")
+        if sizes.count(-1) > 1:
+            raise RuntimeError(
+                "unflatten: only one dimension can be inferred")
+        n = self.shape[d] if self.ndim else 1
+        known = math.prod(v for v in sizes if v != -1)
+        # -1 beside a 0 is ambiguous, as in PyTorch
+        fits = (known != 0 and n % known == 0) if -1 in sizes else known == n
+        if not fits:
+            raise RuntimeError(
+                f"unflatten: Provided sizes {sizes} don't multiply up to the "
+                f"size of dim {dim} ({n}) in the input tensor")
+        sizes = [n // known if v == -1 else v for v in sizes]
+        shape = tuple(self.shape)
+        return self.reshape(*shape[:d], *sizes, *shape[d + 1:])
 
     def repeat(self, *sizes):
         """A copy tiled ``sizes[d]`` times along each dim (len(sizes) >=
