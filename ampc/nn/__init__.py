@@ -10,10 +10,11 @@ ampc.Size([2, 10])
 """
 from .parameter import Parameter
 from .modules import (
-    Module, Sequential, ModuleList, Linear, Identity, Embedding, Conv2d,
+    Module, Sequential, ModuleList, ModuleDict, ParameterList, ParameterDict, Linear, Identity, Embedding, Conv2d,
     ReLU, Sigmoid, Tanh, GELU, SiLU, LeakyReLU, Softmax, LogSoftmax,
     ReLU6, Hardtanh, ELU, SELU, CELU, Softplus, Hardsigmoid, Hardswish,
-    Softsign, Mish, LogSigmoid,
+    Softsign, Mish, LogSigmoid, PReLU, Unflatten, Dropout1d, Dropout2d,
+    Dropout3d,
     MaxPool2d, AvgPool2d, AdaptiveAvgPool2d, Flatten, Dropout,
     CrossEntropyLoss, NLLLoss, MSELoss, BCEWithLogitsLoss, L1Loss,
     SmoothL1Loss, HuberLoss, BCELoss, KLDivLoss, BatchNorm1d,
@@ -24,7 +25,9 @@ from . import init
 from . import utils
 
 __all__ = [
-    "Parameter", "Module", "Sequential", "ModuleList", "Linear", "Identity",
+    "Parameter", "Module", "Sequential", "ModuleList", "ModuleDict",
+    "ParameterList", "ParameterDict", "PReLU", "Unflatten", "Dropout1d",
+    "Dropout2d", "Dropout3d", "Linear", "Identity",
     "Embedding",
     "Conv2d", "ReLU", "Sigmoid", "Tanh", "GELU", "SiLU", "LeakyReLU",
     "Softmax", "LogSoftmax", "ReLU6", "Hardtanh", "ELU", "SELU", "CELU",

@@ -19,7 +19,7 @@ from .._dtype_device import _pybool
 __all__ = [
     "calculate_gain", "uniform_", "normal_", "constant_", "ones_", "zeros_",
     "xavier_uniform_", "xavier_normal_", "kaiming_uniform_",
-    "kaiming_normal_",
+    "kaiming_normal_", "trunc_normal_",
 ]
 
 
@@ -206,3 +206,6 @@ def kaiming_normal_(tensor, a=0, mode="fan_in", nonlinearity="leaky_relu",
     gain = calculate_gain(nonlinearity, a)
     with no_grad():
         return tensor.normal_(0.0, gain / math.sqrt(fan))
+
+
+from ._trunc_normal import trunc_normal_  # noqa: E402 (uses _check above)

@@ -1,19 +1,23 @@
 """Activation layers: ``ReLU``, ``Sigmoid``, ``Tanh``, ``GELU``, ``SiLU``,
 ``LeakyReLU``, ``Softmax``, ``LogSoftmax``, and ``ReLU6``, ``Hardtanh``,
 ``ELU``, ``SELU``, ``CELU``, ``Softplus``, ``Hardsigmoid``, ``Hardswish``,
-``Softsign``, ``Mish``, ``LogSigmoid`` (composites, nn/_activations_more.py).
+``Softsign``, ``Mish``, ``LogSigmoid`` (composites, nn/_activations_more.py)
+and ``PReLU`` (learned slopes, nn/_prelu.py).
 
 >>> import ampc
 >>> ampc.nn.ReLU()(ampc.tensor([-1.0, 1.0]))
 tensor([0., 1.])
 """
+from ..._creation import empty
 from .. import functional as F
+from .. import init
+from ..parameter import Parameter
 from .module import Module
 
 __all__ = ["ReLU", "Sigmoid", "Tanh", "GELU", "SiLU", "LeakyReLU", "Softmax",
            "LogSoftmax", "ReLU6", "Hardtanh", "ELU", "SELU", "CELU",
            "Softplus", "Hardsigmoid", "Hardswish", "Softsign", "Mish",
-           "LogSigmoid"]
+           "LogSigmoid", "PReLU"]
 
 
 class ReLU(Module):
@@ -351,3 +355,30 @@ class LogSigmoid(Module):
 
     def forward(self, input):
         return F.logsigmoid(input)
+
+
+class PReLU(Module):
+    """``F.prelu`` with ``num_parameters`` learned slopes (1, or one per
+    input channel), each starting at ``init``.
+
+    >>> import ampc
+    >>> ampc.nn.PReLU(3)
+    PReLU(num_parameters=3)
+    """
+
+    def __init__(self, num_parameters=1, init=0.25, device=None, dtype=None):
+        super().__init__()
+        self.num_parameters = num_parameters
+        self.init = init
+        self.weight = Parameter(empty(num_parameters, device=device,
+                                      dtype=dtype))
+        self.reset_parameters()
+
+    def reset_parameters(self):
+        init.constant_(self.weight, self.init)
+
+    def forward(self, input):
+        return F.prelu(input, self.weight)
+
+    def extra_repr(self):
+        return f"num_parameters={self.num_parameters}"
