@@ -1,8 +1,9 @@
-/* conv_ops.c - conv2d and conv2d_backward of ampc._C (raw ops, no
- * autograd), and the cuDNN algorithm cache and version queries.  Parse and
- * check (linalg_ops.h), allocate, then run the conv2d slots of the CPU
- * table (the GIL released) or, for CUDA tensors, of the CUDA table (cuDNN,
- * or the im2col fallback, with ampc.backends.cudnn's options).
+/* conv_ops.c - conv2d, conv2d_backward and conv2d_input_grad (the
+ * transposed convolution) of ampc._C (raw ops, no autograd), and the cuDNN
+ * algorithm cache and version queries.  Parse and check (linalg_ops.h),
+ * allocate, then run the conv2d slots of the CPU table (the GIL released)
+ * or, for CUDA tensors, of the CUDA table (cuDNN, or the im2col fallback,
+ * with ampc.backends.cudnn's options).
  */
 #include "linalg_ops.h"
 
@@ -68,30 +69,28 @@ parse_groups(const char *fn, PyObject *obj, int64_t *groups)
     return 0;
 }
 
-/* x (N, C, H, W) against weight (OC, C/G, KH, KW) for G groups: G divides
- * C and OC; -1 with an exception. */
+/* c input channels against weight (OC, C/G, KH, KW) for G groups: G
+ * divides C and OC; -1 with an exception. */
 static int
-check_channels(const char *fn, AmpcTensorObject *x, AmpcTensorObject *w,
-               int64_t groups)
+check_channels(const char *fn, int64_t c, AmpcTensorObject *w, int64_t groups)
 {
     char buf[256];
     ampc_format_shape(buf, sizeof(buf), 4, w->shape);
     if (groups == 1) {
-        if (x->shape[1] == w->shape[1]) {
+        if (c == w->shape[1]) {
             return 0;
         }
         PyErr_Format(PyExc_RuntimeError,
                      "%s(): expected input to have %lld channels (weight "
                      "has shape %s), got %lld channels",
-                     fn, (long long)w->shape[1], buf,
-                     (long long)x->shape[1]);
+                     fn, (long long)w->shape[1], buf, (long long)c);
         return -1;
     }
-    if (x->shape[1] % groups != 0) {
+    if (c % groups != 0) {
         PyErr_Format(PyExc_RuntimeError,
                      "%s(): expected input's channels to be divisible by "
                      "groups=%lld, got %lld channels",
-                     fn, (long long)groups, (long long)x->shape[1]);
+                     fn, (long long)groups, (long long)c);
         return -1;
     }
     if (w->shape[0] % groups != 0) {
@@ -101,30 +100,29 @@ check_channels(const char *fn, AmpcTensorObject *x, AmpcTensorObject *w,
                      fn, (long long)groups, buf);
         return -1;
     }
-    if (w->shape[1] * groups != x->shape[1]) {
+    if (w->shape[1] * groups != c) {
         PyErr_Format(PyExc_RuntimeError,
                      "%s(): expected weight to have %lld input channels "
                      "per group (dim 1: the input's %lld channels / "
                      "groups=%lld), got weight of shape %s",
-                     fn, (long long)(x->shape[1] / groups),
-                     (long long)x->shape[1], (long long)groups, buf);
+                     fn, (long long)(c / groups), (long long)c,
+                     (long long)groups, buf);
         return -1;
     }
     return 0;
 }
 
-/* x (N, C, H, W), weight (OC, C/G, KH, KW), bias (OC) or NULL: checks and
- * fills the shape; -1 with an exception. */
+/* An input of shape xs (N, C, H, W) against weight (OC, C/G, KH, KW) and
+ * bias (OC) or NULL, of the input's dtype: checks and fills the shape; -1
+ * with an exception. */
 static int
-conv_shape(const char *fn, AmpcTensorObject *x, AmpcTensorObject *w,
-           AmpcTensorObject *b, const int64_t st[2], const int64_t pad[2],
-           const int64_t dil[2], int64_t groups, ampc_conv2d_shape *s)
+conv_geometry(const char *fn, const int64_t xs[4], AmpcTensorObject *w,
+              AmpcTensorObject *b, const int64_t st[2], const int64_t pad[2],
+              const int64_t dil[2], int64_t groups, ampc_conv2d_shape *s)
 {
     char buf[256];
-    if (ampc_la_check_ndim(fn, "input", x, 4, "(N, C, H, W)") < 0 ||
-        ampc_la_check_ndim(fn, "weight", w, 4, "(OC, C, KH, KW)") < 0 ||
-        ampc_la_same_dtype(fn, "weight", w, "input", x) < 0 ||
-        check_channels(fn, x, w, groups) < 0) {
+    if (ampc_la_check_ndim(fn, "weight", w, 4, "(OC, C, KH, KW)") < 0 ||
+        check_channels(fn, xs[1], w, groups) < 0) {
         return -1;
     }
     if (w->shape[2] < 1 || w->shape[3] < 1) {
@@ -136,7 +134,7 @@ conv_shape(const char *fn, AmpcTensorObject *x, AmpcTensorObject *w,
         return -1;
     }
     if (b != NULL) {
-        if (ampc_la_same_dtype(fn, "bias", b, "input", x) < 0) {
+        if (ampc_la_same_dtype(fn, "bias", b, "weight", w) < 0) {
             return -1;
         }
         if (b->ndim != 1 || b->shape[0] != w->shape[0]) {
@@ -149,8 +147,7 @@ conv_shape(const char *fn, AmpcTensorObject *x, AmpcTensorObject *w,
         }
     }
     *s = (ampc_conv2d_shape){
-        .n = x->shape[0], .c = x->shape[1], .h = x->shape[2],
-        .w = x->shape[3], .oc = w->shape[0], .kh = w->shape[2],
+        .n = xs[0], .c = xs[1], .h = xs[2], .w = xs[3], .oc = w->shape[0], .kh = w->shape[2],
         .kw = w->shape[3], .groups = groups, .sh = st[0], .sw = st[1],
         .ph = pad[0],
         .pw = pad[1], .dh = dil[0], .dw = dil[1],
@@ -169,6 +166,20 @@ conv_shape(const char *fn, AmpcTensorObject *x, AmpcTensorObject *w,
         return -1;
     }
     return 0;
+}
+
+/* x (N, C, H, W), weight (OC, C/G, KH, KW), bias (OC) or NULL: checks and
+ * fills the shape; -1 with an exception. */
+static int
+conv_shape(const char *fn, AmpcTensorObject *x, AmpcTensorObject *w,
+           AmpcTensorObject *b, const int64_t st[2], const int64_t pad[2],
+           const int64_t dil[2], int64_t groups, ampc_conv2d_shape *s)
+{
+    if (ampc_la_check_ndim(fn, "input", x, 4, "(N, C, H, W)") < 0 ||
+        ampc_la_same_dtype(fn, "weight", w, "input", x) < 0) {
+        return -1;
+    }
+    return conv_geometry(fn, x->shape, w, b, st, pad, dil, groups, s);
 }
 
 static double
@@ -363,6 +374,110 @@ error:
 }
 
 // ----------------------------------------------------------------------------
+// the input gradient alone: the transposed convolution
+
+/* input_size (N, C, H, W) as four non-negative ints; -1 with TypeError. */
+static int
+parse_input_size(const char *fn, PyObject *obj, int64_t xs[4])
+{
+    if ((PyTuple_Check(obj) || PyList_Check(obj)) &&
+        PySequence_Fast_GET_SIZE(obj) == 4) {
+        int ok = 1;
+        for (int i = 0; i < 4 && ok; i++) {
+            PyObject *v = PySequence_Fast_GET_ITEM(obj, i);
+            ok = PyLong_Check(v) && !PyBool_Check(v);
+            xs[i] = ok ? PyLong_AsLongLong(v) : -1;
+            if (xs[i] == -1 && PyErr_Occurred()) {
+                return -1;
+            }
+            ok = ok && xs[i] >= 0;
+        }
+        if (ok) {
+            return 0;
+        }
+    }
+    PyErr_Format(PyExc_TypeError,
+                 "%s(): input_size must be 4 non-negative ints (N, C, H, W), "
+                 "got %R",
+                 fn, obj);
+    return -1;
+}
+
+/* grad_out (N, OC, OH, OW), weight (OC, C/G, KH, KW), input_size (N, C, H,
+ * W) -> the input gradient (N, C, H, W): conv2d_backward's first output
+ * without an input tensor, which is also conv_transpose2d's forward. */
+static PyObject *
+op_conv2d_input_grad(PyObject *module, PyObject *args)
+{
+    const char *fn = "conv2d_input_grad";
+    PyObject *go_obj, *w_obj, *size_obj, *st_obj, *pad_obj, *dil_obj;
+    PyObject *g_obj = NULL;
+    AmpcTensorObject *go, *w, *goc = NULL, *wc = NULL, *gx = NULL;
+    int64_t xs[4], st[2], pad[2], dil[2], groups;
+    ampc_conv2d_shape s;
+    char buf[256], buf2[256];
+    if (!PyArg_ParseTuple(args, "OOOOOO|O:conv2d_input_grad", &go_obj,
+                          &w_obj, &size_obj, &st_obj, &pad_obj, &dil_obj,
+                          &g_obj) ||
+        (go = ampc_la_float_tensor(fn, "grad_out", go_obj)) == NULL ||
+        (w = ampc_la_float_tensor(fn, "weight", w_obj)) == NULL ||
+        parse_input_size(fn, size_obj, xs) < 0 ||
+        parse_conv_params(fn, st_obj, pad_obj, dil_obj, st, pad, dil) < 0 ||
+        parse_groups(fn, g_obj, &groups) < 0 ||
+        ampc_la_same_dtype(fn, "weight", w, "grad_out", go) < 0 ||
+        conv_geometry(fn, xs, w, NULL, st, pad, dil, groups, &s) < 0 ||
+        ampc_la_check_devices(fn, 2, (AmpcTensorObject *[]){go, w}) < 0) {
+        return NULL;
+    }
+    int64_t yshape[4] = {s.n, s.oc, s.oh, s.ow};
+    if (go->ndim != 4 || memcmp(go->shape, yshape, sizeof(yshape)) != 0) {
+        ampc_format_shape(buf, sizeof(buf), go->ndim, go->shape);
+        ampc_format_shape(buf2, sizeof(buf2), 4, yshape);
+        PyErr_Format(PyExc_RuntimeError,
+                     "%s(): expected grad_out to have shape %s (the "
+                     "output's for input_size), got %s",
+                     fn, buf2, buf);
+        return NULL;
+    }
+    if ((goc = ampc_contiguous(go)) == NULL ||
+        (wc = ampc_contiguous(w)) == NULL ||
+        (gx = ampc_tensor_empty(4, xs, go->dtype, go->device)) == NULL) {
+        goto error;
+    }
+    int err = 0;
+    if (ampc_numel(gx) > 0 && ampc_is_cuda(go)) {
+        err = ampc_cuda.conv2d_bwd_input(&s, go->dtype, goc->data, wc->data,
+                                         gx->data, &ampc_la_cudnn_opts);
+        if (err != 0) {
+            ampc_cuda_raise(fn, err);
+            goto error;
+        }
+    }
+    else if (ampc_numel(gx) > 0) {
+        int release = conv_flops(&s) >= AMPC_LA_RELEASE_GIL_FLOPS;
+        PyThreadState *ts = release ? PyEval_SaveThread() : NULL;
+        err = ampc_cpu.conv2d_bwd_input(&s, go->dtype, goc->data, wc->data,
+                                        gx->data);
+        if (ts != NULL) {
+            PyEval_RestoreThread(ts);
+        }
+        if (err) {
+            ampc_la_kernel_failed(fn);
+            goto error;
+        }
+    }
+    Py_DECREF(goc);
+    Py_DECREF(wc);
+    return (PyObject *)gx;
+
+error:
+    Py_XDECREF(goc);
+    Py_XDECREF(wc);
+    Py_XDECREF(gx);
+    return NULL;
+}
+
+// ----------------------------------------------------------------------------
 // the cuDNN algorithm cache and version
 
 /* _cudnn_algo_cache(clear=False) -> (entries, hits, misses) */
@@ -415,6 +530,9 @@ PyMethodDef ampc_conv_methods[] = {
     {"conv2d_backward", op_conv2d_backward, METH_VARARGS,
      "conv2d_backward(grad_out, input, weight, stride, padding, dilation, "
      "needs, groups=1) -> (grad_input, grad_weight, grad_bias)"},
+    {"conv2d_input_grad", op_conv2d_input_grad, METH_VARARGS,
+     "conv2d_input_grad(grad_out, weight, input_size, stride, padding, "
+     "dilation, groups=1) -> grad_input (the transposed convolution)"},
     {"_cudnn_algo_cache", (PyCFunction)(void (*)(void))op_cudnn_algo_cache,
      METH_VARARGS | METH_KEYWORDS,
      "_cudnn_algo_cache(clear=False) -> (entries, hits, misses) of the "

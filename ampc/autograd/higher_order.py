@@ -62,7 +62,8 @@ def graph_backward(node, *grads):
         "permute, expand, squeeze, unsqueeze, contiguous), indexing, "
         "scatter_reduce, "
         "in-place writes, matmul, linear, conv2d (with a fused ReLU and "
-        "max-pool too), max_pool2d, avg_pool2d, adaptive_avg_pool2d, "
+        "max-pool too), conv_transpose2d, max_pool2d, avg_pool2d, "
+        "adaptive_avg_pool2d, "
         "dropout, softmax, log_softmax, "
         "nll_loss, cross_entropy, binary_cross_entropy_with_logits, "
         "binary_cross_entropy, "
@@ -400,14 +401,13 @@ def _conv(x, w, geom, groups):
 
 class ConvInputGrad(Function):
     """conv2d's input gradient: dy (N, OC, OH, OW) through the weight w
-    into the shape of like_x (whose values are not read)."""
+    into an input of shape x_shape (conv_transpose2d's forward)."""
 
     @staticmethod
-    def forward(ctx, dy, w, like_x, geom, groups):
+    def forward(ctx, dy, w, x_shape, geom, groups):
         ctx.geom, ctx.groups = geom, groups
         ctx.save_for_backward(dy, w)
-        return _C.conv2d_backward(dy, like_x, w, *geom, (True, False, False),
-                                  groups)[0]
+        return _C.conv2d_input_grad(dy, w, tuple(x_shape), *geom, groups)
 
     @staticmethod
     def backward(ctx, gg):                  # gg: the input's shape
@@ -434,7 +434,7 @@ class ConvWeightGrad(Function):
     def backward(ctx, gg):                  # gg: the weight's shape
         x, dy = ctx.saved_tensors
         need_x, need_dy = ctx.needs_input_grad[:2]
-        g_x = ConvInputGrad.apply(dy, gg, x, ctx.geom, ctx.groups) \
+        g_x = ConvInputGrad.apply(dy, gg, x.shape, ctx.geom, ctx.groups) \
             if need_x else None
         g_dy = _conv(x, gg, ctx.geom, ctx.groups) if need_dy else None
         return g_x, g_dy, None, None, None
@@ -446,7 +446,7 @@ def _conv2d(node, g):
         g = g * _C.compare("gt", out, 0)
     need_x, need_w, need_b = node.needs_input_grad[:3]
     geom = node.geometry
-    gx = ConvInputGrad.apply(g, weight, x, geom, node.groups) \
+    gx = ConvInputGrad.apply(g, weight, x.shape, geom, node.groups) \
         if need_x else None
     gw = ConvWeightGrad.apply(x, g, weight, geom, node.groups) \
         if need_w else None
@@ -509,7 +509,7 @@ def _conv2d_relu_max_pool(node, g):
     x, weight, indices = node.saved_tensors
     g = PoolScatter.apply(g, indices, node.out_shape, node.pool, True)
     need_x, need_w, need_b = node.needs_input_grad[:3]
-    gx = ConvInputGrad.apply(g, weight, x, node.conv, node.groups) \
+    gx = ConvInputGrad.apply(g, weight, x.shape, node.conv, node.groups) \
         if need_x else None
     gw = ConvWeightGrad.apply(x, g, weight, node.conv, node.groups) \
         if need_w else None
@@ -648,6 +648,7 @@ def _make_formulas():
                                              BackwardHooksFunction)
     from .._tensor_stats import Norm, SafeSqrt, norm_grad, safe_sqrt_grad
     from ..nn._bce import _BceWithLogits, bce_grads
+    from ..nn._conv_transpose import _ConvTranspose2d
     from ..tensor import Matmul
     return {
         _fn.Add: _add, _fn.Sub: _sub, _fn.Mul: _mul, _fn.Div: _div,
@@ -678,6 +679,7 @@ def _make_formulas():
         F._LogSoftmax: _log_softmax, L._NllLoss: _nll_loss,
         L._CrossEntropy: _cross_entropy,
         ConvInputGrad: ConvInputGrad.backward,
+        _ConvTranspose2d: ConvInputGrad.backward,
         ConvWeightGrad: ConvWeightGrad.backward,
         F._MaxPool2d: _max_pool2d, F._Conv2dReluMaxPool: _conv2d_relu_max_pool,
         PoolScatter: PoolScatter.backward, PoolGather: PoolGather.backward,
