@@ -203,6 +203,7 @@ def test_threads_do_not_see_each_others_state():
 # amp_semantics.md section 3.8, for the ops ampc has
 EXPECTED_POLICY = {
     "conv2d": ("lower", "lower"), "linear": ("lower", "lower"),
+    "conv_transpose2d": ("lower", "lower"),
     "matmul": ("lower", "lower"), "mm": ("lower", "lower"),
     "bmm": ("lower", "lower"), "prelu": ("lower", "lower"),
     "cross_entropy": ("fp32", "fp32"), "nll_loss": ("fp32", "fp32"),

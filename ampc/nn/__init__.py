@@ -10,7 +10,7 @@ ampc.Size([2, 10])
 """
 from .parameter import Parameter
 from .modules import (
-    Module, Sequential, ModuleList, ModuleDict, ParameterList, ParameterDict, Linear, Identity, Embedding, Conv2d,
+    Module, Sequential, ModuleList, ModuleDict, ParameterList, ParameterDict, Linear, Identity, Embedding, Conv2d, ConvTranspose2d,
     ReLU, Sigmoid, Tanh, GELU, SiLU, LeakyReLU, Softmax, LogSoftmax,
     ReLU6, Hardtanh, ELU, SELU, CELU, Softplus, Hardsigmoid, Hardswish,
     Softsign, Mish, LogSigmoid, PReLU, Unflatten, Dropout1d, Dropout2d,
@@ -29,7 +29,7 @@ __all__ = [
     "ParameterList", "ParameterDict", "PReLU", "Unflatten", "Dropout1d",
     "Dropout2d", "Dropout3d", "Linear", "Identity",
     "Embedding",
-    "Conv2d", "ReLU", "Sigmoid", "Tanh", "GELU", "SiLU", "LeakyReLU",
+    "Conv2d", "ConvTranspose2d", "ReLU", "Sigmoid", "Tanh", "GELU", "SiLU", "LeakyReLU",
     "Softmax", "LogSoftmax", "ReLU6", "Hardtanh", "ELU", "SELU", "CELU",
     "Softplus", "Hardsigmoid", "Hardswish", "Softsign", "Mish", "LogSigmoid",
     "MaxPool2d", "AvgPool2d", "AdaptiveAvgPool2d", "Flatten",

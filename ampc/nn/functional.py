@@ -36,6 +36,7 @@ from ._encoding import one_hot
 from ._losses import cross_entropy, mse_loss, nll_loss
 from ._losses_more import (binary_cross_entropy, huber_loss, kl_div,
                            l1_loss, smooth_l1_loss)
+from ._conv_transpose import conv_transpose2d
 from ._feature_dropout import dropout1d, dropout2d, dropout3d
 from ._norm import batch_norm, layer_norm
 from ._prelu import prelu
@@ -50,6 +51,7 @@ __all__ = [
     "mish", "logsigmoid",
     "l1_loss", "smooth_l1_loss", "huber_loss", "binary_cross_entropy",
     "kl_div", "dropout1d", "dropout2d", "dropout3d", "prelu",
+    "conv_transpose2d",
 ]
 
 

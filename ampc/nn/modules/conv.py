@@ -1,4 +1,5 @@
-"""``Conv2d``: 2-D convolution over (N, C, H, W) images.
+"""``Conv2d``: 2-D convolution over (N, C, H, W) images;
+``ConvTranspose2d``: its transpose (upsampling by a learned kernel).
 
 >>> import ampc
 >>> ampc.nn.Conv2d(3, 32, kernel_size=3, padding=1)
@@ -15,7 +16,7 @@ from .. import init
 from ..parameter import Parameter
 from .module import Module
 
-__all__ = ["Conv2d"]
+__all__ = ["Conv2d", "ConvTranspose2d"]
 
 
 class Conv2d(Module):
@@ -124,6 +125,98 @@ class Conv2d(Module):
                 self.padding, str) else f", padding={self.padding}")
         if self.dilation != (1, 1):
             s += f", dilation={self.dilation}"
+        if self.groups != 1:
+            s += f", groups={self.groups}"
+        if self.bias is None:
+            s += ", bias=False"
+        return s
+
+
+class ConvTranspose2d(Module):
+    """``F.conv_transpose2d`` with ``in_channels`` inputs, ``out_channels``
+    outputs and a kernel of ``kernel_size``: ``weight`` (in, out / groups,
+    kh, kw) and ``bias`` start as U(-1/sqrt(fan_in), 1/sqrt(fan_in)) with
+    fan_in = out / groups * kh * kw, as PyTorch's.  ``forward(input,
+    output_size=None)``: an ``output_size`` picks the output padding that
+    gives it (PyTorch's rule and error).
+
+    >>> import ampc
+    >>> up = ampc.nn.ConvTranspose2d(8, 4, 3, stride=2, padding=1)
+    >>> up(ampc.ones(1, 8, 5, 5), output_size=[10, 10]).shape
+    ampc.Size([1, 4, 10, 10])
+    """
+
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1,
+                 padding=0, output_padding=0, groups=1, bias=True,
+                 dilation=1, padding_mode="zeros", device=None, dtype=None):
+        super().__init__()
+        for name, v in (("in_channels", in_channels),
+                        ("out_channels", out_channels), ("groups", groups)):
+            if v.__class__ is bool or not isinstance(v, int) or v <= 0:
+                raise ValueError(
+                    f"ConvTranspose2d(): expected {name} to be a positive "
+                    f"int, got {v!r}")
+            if v % groups:
+                raise ValueError(f"{name} must be divisible by groups")
+        if padding_mode != "zeros":
+            raise ValueError(
+                'Only "zeros" padding mode is supported for ConvTranspose2d')
+        fn = "ConvTranspose2d"
+        self.in_channels = in_channels
+        self.out_channels = out_channels
+        self.kernel_size = F._pair(fn, "kernel_size", kernel_size)
+        self.stride = F._pair(fn, "stride", stride)
+        self.padding = F._pair(fn, "padding", padding)
+        self.output_padding = F._pair(fn, "output_padding", output_padding)
+        self.dilation = F._pair(fn, "dilation", dilation)
+        self.groups = groups
+        self.padding_mode = padding_mode
+        self.weight = Parameter(empty(in_channels, out_channels // groups,
+                                      *self.kernel_size, device=device,
+                                      dtype=dtype))
+        if bias:
+            self.bias = Parameter(empty(out_channels, device=device,
+                                        dtype=dtype))
+        else:
+            self.register_parameter("bias", None)
+        self.reset_parameters()
+
+    reset_parameters = Conv2d.reset_parameters
+
+    def _output_padding(self, input, output_size):
+        """The output padding that gives ``output_size`` (its last two
+        entries), with PyTorch's error when no padding can."""
+        output_size = list(output_size)[-2:]
+        spatial = list(input.shape[-2:])
+        low = [(n - 1) * s - 2 * p + d * (k - 1) + 1
+               for n, s, p, d, k in zip(spatial, self.stride, self.padding,
+                                        self.dilation, self.kernel_size)]
+        high = [m + s - 1 for m, s in zip(low, self.stride)]
+        if any(not lo <= n <= hi
+               for n, lo, hi in zip(output_size, low, high)):
+            raise ValueError(
+                f"requested an output size of {output_size}, but valid "
+                f"sizes range from {low} to {high} (for an input of "
+                f"{input.shape[-2:]})")
+        return tuple(n - lo for n, lo in zip(output_size, low))
+
+    def forward(self, input, output_size=None):
+        output_padding = self.output_padding
+        if output_size is not None:
+            output_padding = self._output_padding(input, output_size)
+        return F.conv_transpose2d(input, self.weight, self.bias, self.stride,
+                                  self.padding, output_padding, self.groups,
+                                  self.dilation)
+
+    def extra_repr(self):
+        s = (f"{self.in_channels}, {self.out_channels}, kernel_size="
+             f"{self.kernel_size}, stride={self.stride}")
+        if self.padding != (0, 0):
+            s += f", padding={self.padding}"
+        if self.dilation != (1, 1):
+            s += f", dilation={self.dilation}"
+        if self.output_padding != (0, 0):
+            s += f", output_padding={self.output_padding}"
         if self.groups != 1:
             s += f", groups={self.groups}"
         if self.bias is None:
