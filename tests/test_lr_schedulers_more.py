@@ -466,3 +466,13 @@ def test_errors_match_torch_words():
             make_t(make_opt(torch))
         assert (type(got.value), str(got.value)) == \
             (type(want.value), str(want.value))
+
+
+def test_docstrings():
+    import doctest
+    import importlib
+    for name in ("ampc.optim.lr_scheduler", "ampc.optim._lr_decay",
+                 "ampc.optim._lr_cycles", "ampc.optim._lr_compose"):
+        result = doctest.testmod(importlib.import_module(name),
+                                 optionflags=doctest.ELLIPSIS)
+        assert result.failed == 0, name

@@ -301,3 +301,12 @@ def test_defaults_match_torch():
     for name in ("RMSprop", "Adagrad"):
         ours = copy.deepcopy(getattr(optim, name)([w]).defaults)
         assert ours == getattr(torch.optim, name)([tw]).defaults
+
+
+def test_docstrings():
+    import doctest
+    import importlib
+    for name in ("ampc.optim.rmsprop", "ampc.optim.adagrad"):
+        result = doctest.testmod(importlib.import_module(name),
+                                 optionflags=doctest.ELLIPSIS)
+        assert result.failed == 0, name

@@ -121,3 +121,12 @@ def test_errors_are_torch_s():
             list(WeightedRandomSampler(w, n, r))
         assert (type(got.value), str(got.value)) == \
             (type(want.value), str(want.value))
+
+
+def test_docstrings():
+    import doctest
+    import importlib
+    for name in ("ampc.utils.data.sampler",):
+        result = doctest.testmod(importlib.import_module(name),
+                                 optionflags=doctest.ELLIPSIS)
+        assert result.failed == 0, name

@@ -45,8 +45,9 @@ def _format_param(name, optimizer, param):
                 f"{name} must have the same length as "
                 f"optimizer.param_groups. {name} has {len(param)} values, "
                 f"param_groups has {n}.")
-        return [p.clone() if isinstance(p, _TB) else p for p in param]
-    return [param] * n
+    else:
+        param = [param] * n
+    return [p.clone() if isinstance(p, _TB) else p for p in param]
 
 
 class LRScheduler:
