@@ -14,7 +14,9 @@ before ``optimizer.step()``.
 >>> lrs
 [1.0, 0.5, 0.5, 0.25, 0.25]
 """
-from ._lr_base import EPOCH_DEPRECATION_WARNING, LRScheduler, _LRScheduler
+# EPOCH_DEPRECATION_WARNING and _LRScheduler: names of torch's module too
+from ._lr_base import (EPOCH_DEPRECATION_WARNING, LRScheduler,  # noqa: F401
+                       _LRScheduler)
 from ._lr_compose import ChainedScheduler, ReduceLROnPlateau, SequentialLR
 from ._lr_cycles import CosineAnnealingWarmRestarts, OneCycleLR
 from ._lr_decay import (ConstantLR, CosineAnnealingLR, ExponentialLR,
