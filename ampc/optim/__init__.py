@@ -12,6 +12,9 @@ and errors (``import ampc.optim as optim``), and learning-rate schedules in
 from .optimizer import Optimizer
 from .sgd import SGD
 from .adam import Adam, AdamW
+from .adagrad import Adagrad
+from .rmsprop import RMSprop
 from . import lr_scheduler
 
-__all__ = ["Optimizer", "SGD", "Adam", "AdamW", "lr_scheduler"]
+__all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad",
+           "lr_scheduler"]

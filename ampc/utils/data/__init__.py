@@ -13,11 +13,14 @@ from ._worker import WorkerInfo, get_worker_info
 from .dataloader import DataLoader
 from .dataset import (ConcatDataset, Dataset, Subset, TensorDataset,
                       random_split)
-from .sampler import BatchSampler, RandomSampler, Sampler, SequentialSampler
+from .sampler import (BatchSampler, RandomSampler, Sampler,
+                      SequentialSampler, SubsetRandomSampler,
+                      WeightedRandomSampler)
 
 __all__ = [
     "DataLoader", "Dataset", "TensorDataset", "ConcatDataset", "Subset",
     "random_split", "Sampler", "SequentialSampler", "RandomSampler",
-    "BatchSampler", "default_collate", "default_convert", "get_worker_info",
-    "WorkerInfo", "Generator",
+    "SubsetRandomSampler", "WeightedRandomSampler", "BatchSampler",
+    "default_collate", "default_convert", "get_worker_info", "WorkerInfo",
+    "Generator",
 ]

@@ -1,8 +1,10 @@
 """Samplers: the order in which a DataLoader visits a data set.
 
 ``SequentialSampler`` (0, 1, 2, ...), ``RandomSampler`` (a fresh random
-permutation each epoch, seeded from ampc's generator or a ``Generator``)
-and ``BatchSampler`` (groups of indices), as in ``torch.utils.data``.
+permutation each epoch, seeded from ampc's generator or a ``Generator``),
+``SubsetRandomSampler`` (a permutation of given indices),
+``WeightedRandomSampler`` (indices drawn by weight) and ``BatchSampler``
+(groups of indices), as in ``torch.utils.data``.
 
 >>> from ampc.utils.data import BatchSampler, SequentialSampler
 >>> list(BatchSampler(SequentialSampler(range(5)), 2, drop_last=False))
@@ -10,9 +12,12 @@ and ``BatchSampler`` (groups of indices), as in ``torch.utils.data``.
 """
 import numbers
 
+import numpy as np
+
 from ._random import numpy_rng
 
-__all__ = ["Sampler", "SequentialSampler", "RandomSampler", "BatchSampler"]
+__all__ = ["Sampler", "SequentialSampler", "RandomSampler",
+           "SubsetRandomSampler", "WeightedRandomSampler", "BatchSampler"]
 
 
 class Sampler:
@@ -103,6 +108,94 @@ class RandomSampler(Sampler):
         while len(out) < self.num_samples:
             out.extend(rng.permutation(n).tolist())
         return iter(out[:self.num_samples])
+
+    def __len__(self):
+        return self.num_samples
+
+
+class SubsetRandomSampler(Sampler):
+    """The elements of ``indices`` in a fresh random order at each
+    ``iter()`` (seeded from ``generator`` or ampc's generator).
+
+    >>> from ampc.utils.data import SubsetRandomSampler
+    >>> sorted(SubsetRandomSampler([7, 3, 5]))
+    [3, 5, 7]
+    """
+
+    def __init__(self, indices, generator=None):
+        self.indices = indices
+        self.generator = generator
+
+    def __iter__(self):
+        for i in numpy_rng(self.generator).permutation(len(self.indices)):
+            yield self.indices[int(i)]
+
+    def __len__(self):
+        return len(self.indices)
+
+
+class WeightedRandomSampler(Sampler):
+    """``num_samples`` indices of ``weights`` (non-negative, not
+    necessarily summing to 1), index i drawn with probability
+    proportional to ``weights[i]``; without ``replacement`` each index
+    at most once.  ``weights`` is kept as a float64 NumPy array (torch
+    keeps a double tensor; ampc has no float64).  Bad weights raise
+    torch's errors when iterated, as torch's ``multinomial`` does.
+
+    >>> from ampc.utils.data import WeightedRandomSampler
+    >>> list(WeightedRandomSampler([0.0, 1.0, 0.0], 3))
+    [1, 1, 1]
+    >>> sorted(WeightedRandomSampler([1, 2, 3], 3, replacement=False))
+    [0, 1, 2]
+    """
+
+    def __init__(self, weights, num_samples, replacement=True,
+                 generator=None):
+        if not isinstance(num_samples, int) or isinstance(num_samples, bool) \
+                or num_samples <= 0:
+            raise ValueError(
+                "num_samples should be a positive integer value, but got "
+                f"num_samples={num_samples}")
+        if not isinstance(replacement, bool):
+            raise ValueError(
+                "replacement should be a boolean value, but got "
+                f"replacement={replacement}")
+        w = np.asarray(weights, dtype=np.float64)
+        if w.ndim != 1:
+            raise ValueError(
+                "weights should be a 1d sequence but given weights have "
+                f"shape {tuple(w.shape)}")
+        self.weights = w
+        self.num_samples = num_samples
+        self.replacement = replacement
+        self.generator = generator
+
+    def __iter__(self):
+        w, n = self.weights, self.num_samples
+        if not np.all(np.isfinite(w)) or np.any(w < 0):
+            raise RuntimeError("probability tensor contains either `inf`, "
+                               "`nan` or element < 0")
+        if not w.sum() > 0:
+            raise RuntimeError(
+                "invalid multinomial distribution (sum of probabilities <= "
+                "0)")
+        if not self.replacement and n > len(w):
+            raise RuntimeError("cannot sample n_sample > prob_dist.size(-1) "
+                               "samples without replacement")
+        rng = numpy_rng(self.generator)
+        if self.replacement:
+            # inverse CDF: a zero weight is never drawn (u * total may
+            # round up to total: clamp to the last positive weight)
+            cdf = np.cumsum(w)
+            u = rng.random(n) * cdf[-1]
+            out = np.minimum(np.searchsorted(cdf, u, side="right"),
+                             np.flatnonzero(w)[-1])
+        else:
+            # the exponential race (Efraimidis-Spirakis), as torch: the
+            # positive weights come first, then zero-weight indices
+            keys = w / rng.exponential(size=len(w))
+            out = np.argsort(-keys, kind="stable")[:n]
+        yield from out.tolist()
 
     def __len__(self):
         return self.num_samples
