@@ -28,9 +28,9 @@ __all__ = [
     "tensor", "as_tensor", "from_numpy", "zeros", "ones", "empty", "full",
     "rand", "randn", "randint", "arange", "zeros_like", "ones_like",
     "empty_like", "full_like", "rand_like", "randn_like", "randint_like",
-    "manual_seed", "initial_seed", "seed", "cat", "concat", "concatenate",
-    "stack", "flatten", "unflatten", "isfinite", "is_tensor", "numel",
-    "matmul", "get_default_dtype",
+    "manual_seed", "initial_seed", "seed", "get_rng_state", "set_rng_state",
+    "cat", "concat", "concatenate", "stack", "flatten", "unflatten",
+    "isfinite", "is_tensor", "numel", "matmul", "get_default_dtype",
 ]
 
 
@@ -440,6 +440,41 @@ def seed():
     s = int.from_bytes(os.urandom(8), "little") >> 1
     manual_seed(s)
     return s
+
+
+def _as_signed(v):
+    return v - 2**64 if v >= 2**63 else v
+
+
+def get_rng_state():
+    """The generator's state, to restore later with ``set_rng_state`` (a
+    checkpoint's exact resume): an int64 tensor (seed, offset), since
+    ampc's generator is counter-based (Philox: the seed and how many
+    numbers it has handed out).  PyTorch's is a uint8 tensor of its
+    Mersenne Twister state; each library reads back only its own.
+
+    >>> import ampc
+    >>> state = ampc.get_rng_state()
+    >>> a = ampc.rand(3)
+    >>> ampc.set_rng_state(state)
+    >>> bool((ampc.rand(3) == a).all())
+    True
+    """
+    s, offset = _C.get_rng_state()
+    return tensor([_as_signed(s), _as_signed(offset)], dtype=int64)
+
+
+def set_rng_state(new_state):
+    """Restore a state ``get_rng_state`` returned."""
+    if not isinstance(new_state, _TB) or new_state.dtype is not int64 or \
+            tuple(new_state.shape) != (2,):
+        what = (f"{new_state.dtype} tensor of shape {list(new_state.shape)}"
+                if isinstance(new_state, _TB) else type(new_state).__name__)
+        raise TypeError(
+            "set_rng_state(): expected the state ampc.get_rng_state() "
+            f"returns (an int64 tensor of 2 values: seed, offset), got {what}")
+    s, offset = (v & (2**64 - 1) for v in new_state.tolist())
+    _C.set_rng_state((s, offset))
 
 
 # ----------------------------------------------------------------------------

@@ -11,6 +11,8 @@ from .._dtype_device import _device_str
 __all__ = [
     "is_built", "is_available", "device_count", "current_device",
     "set_device", "synchronize", "manual_seed", "manual_seed_all",
+    "get_rng_state", "set_rng_state", "get_rng_state_all",
+    "set_rng_state_all",
     "memory_allocated", "max_memory_allocated", "memory_reserved",
     "max_memory_reserved", "reset_peak_memory_stats", "empty_cache",
     "mem_get_info", "get_device_name", "get_device_capability",
@@ -208,6 +210,31 @@ def manual_seed(seed):
 
 
 manual_seed_all = manual_seed
+
+
+def get_rng_state(device="cuda"):
+    """The generator's state (one generator serves every device, so this is
+    ``ampc.get_rng_state()``)."""
+    from .._creation import get_rng_state as _get
+    return _get()
+
+
+def set_rng_state(new_state, device="cuda"):
+    """Restore a state ``get_rng_state`` returned."""
+    from .._creation import set_rng_state as _set
+    _set(new_state)
+
+
+def get_rng_state_all():
+    """One state per device (``device_count()`` copies of the one
+    generator's)."""
+    return [get_rng_state() for _ in range(max(device_count(), 1))]
+
+
+def set_rng_state_all(new_states):
+    """Restore the states ``get_rng_state_all`` returned."""
+    for state in new_states:
+        set_rng_state(state)
 
 
 def memory_allocated(device=None):
