@@ -15,6 +15,7 @@ from ._dtype_device import (
     _check_dtype, _device_str, _pybool, bfloat16, bool_, float16, float32,
     int64, device,
 )
+from ._print_options import PRINT
 from ._tensor_args import (
     _SCALARS, _TB, _check_tensor, _host_array, _raw_to_device,
 )
@@ -296,12 +297,6 @@ def _parse_to(args, kwargs):
 # repr, shaped like torch's _tensor_str
 
 
-_LINEWIDTH = 80
-_THRESHOLD = 1000
-_EDGEITEMS = 3
-_PRECISION = 4
-
-
 class _Formatter:
     def __init__(self, arr, floating):
         self.floating = floating
@@ -328,6 +323,8 @@ class _Formatter:
         else:
             if mx / mn > 1000.0 or mx > 1.0e8 or mn < 1.0e-4:
                 self.sci_mode = True
+        if PRINT["sci_mode"] is not None:
+            self.sci_mode = PRINT["sci_mode"]
         for v in arr.ravel():
             self.max_width = max(self.max_width, len(self._fmt(v)))
 
@@ -335,14 +332,15 @@ class _Formatter:
         if not self.floating:
             return str(v)
         v = _pyfloat(v)
+        digits = PRINT["precision"]
         if self.sci_mode:
-            return f"{v:.{_PRECISION}e}"
+            return f"{v:.{digits}e}"
         if self.int_mode:
             s = f"{v:.0f}"
             if not (math.isinf(v) or math.isnan(v)):
                 s += "."
             return s
-        return f"{v:.{_PRECISION}f}"
+        return f"{v:.{digits}f}"
 
     def width(self):
         return self.max_width
@@ -354,22 +352,24 @@ class _Formatter:
 
 def _summarized(arr):
     """The edge items of every dim of a large array (for the formatter)."""
+    edge = PRINT["edgeitems"]
     if arr.ndim == 0:
         return arr
-    if arr.shape[0] > 2 * _EDGEITEMS:
-        arr = np.concatenate([arr[:_EDGEITEMS], arr[-_EDGEITEMS:]])
+    if arr.shape[0] > 2 * edge:
+        arr = np.concatenate([arr[:edge], arr[-edge:]])
     if arr.ndim == 1:
         return arr
     return np.stack([_summarized(a) for a in arr]) if arr.shape[0] else arr
 
 
 def _vector_str(arr, indent, fmt, summarize):
+    edge = PRINT["edgeitems"]
     element_length = fmt.width() + 2
-    per_line = _pyint(max(1, math.floor((_LINEWIDTH - indent)
+    per_line = _pyint(max(1, math.floor((PRINT["linewidth"] - indent)
                                         / element_length)))
-    if summarize and arr.shape[0] > 2 * _EDGEITEMS:
-        data = ([fmt.format(v) for v in arr[:_EDGEITEMS]] + [" ..."]
-                + [fmt.format(v) for v in arr[-_EDGEITEMS:]])
+    if summarize and arr.shape[0] > 2 * edge:
+        data = ([fmt.format(v) for v in arr[:edge]] + [" ..."]
+                + [fmt.format(v) for v in arr[-edge:]])
     else:
         data = [fmt.format(v) for v in arr]
     lines = [", ".join(data[i:i + per_line])
@@ -382,12 +382,12 @@ def _array_str(arr, indent, fmt, summarize):
         return fmt.format(arr[()])
     if arr.ndim == 1:
         return _vector_str(arr, indent, fmt, summarize)
-    n = arr.shape[0]
-    if summarize and n > 2 * _EDGEITEMS:
+    n, edge = arr.shape[0], PRINT["edgeitems"]
+    if summarize and n > 2 * edge:
         parts = ([_array_str(arr[i], indent + 1, fmt, summarize)
-                  for i in range(_EDGEITEMS)] + ["..."]
+                  for i in range(edge)] + ["..."]
                  + [_array_str(arr[i], indent + 1, fmt, summarize)
-                    for i in range(n - _EDGEITEMS, n)])
+                    for i in range(n - edge, n)])
     else:
         parts = [_array_str(arr[i], indent + 1, fmt, summarize)
                  for i in range(n)]
@@ -408,7 +408,7 @@ def _tensor_repr(t):
         if arr.ndim != 1:
             suffixes.append(f"size={tuple(t.shape)}")
     else:
-        summarize = arr.size > _THRESHOLD
+        summarize = arr.size > PRINT["threshold"]
         fmt = _Formatter(_summarized(arr) if summarize else arr, floating)
         body = _array_str(arr, indent, fmt, summarize)
     if t.dtype not in (float32, int64, bool_):
@@ -420,7 +420,7 @@ def _tensor_repr(t):
     out = [prefix, body]
     last_line_len = len(body) - body.rfind("\n") + indent
     for s in suffixes:
-        if last_line_len + len(s) + 2 > _LINEWIDTH:
+        if last_line_len + len(s) + 2 > PRINT["linewidth"]:
             out.append(",\n" + " " * indent + s)
             last_line_len = indent + len(s)
         else:
