@@ -275,6 +275,9 @@ op_topk(PyObject *module, PyObject *args, PyObject *kwds)
                      k, d, (long long)n);
         return NULL;
     }
+    if (x->ndim == 0) {
+        k = 1;              /* PyTorch: a 0-d input comes back, even k = 0 */
+    }
     AmpcTensorObject *values, *indices;
     if (run("topk", x, d, largest, (int64_t)k, 1, 1, &values, &indices) <
         0) {

@@ -244,7 +244,13 @@ smallest_sorted(uint64_t *items, uint64_t *tmp, int64_t n, int64_t k,
         return buf;
     }
     if (k < n && select_smallest(items, n, k) == 0) {
-        n = k;
+        /* the selection has moved items out of position order: sort the
+         * k by their position bytes too (those all share are skipped) */
+        if (k <= SORT_SHORT) {
+            insertion_sort_u64(items, k);
+            return items;
+        }
+        return radix_sort_u64(items, tmp, k, 0, 4 + kbytes);
     }
     if (n <= SORT_SHORT) {
         insertion_sort_u64(items, n);
