@@ -66,11 +66,58 @@ typedef struct {
 #define LOAD_I64(p, k) ((uint64_t)(p)[k])
 #define STORE_I64(p, k, v) ((p)[k] = (int64_t)(v))
 
+/* Rows (inner == 1) [r0, r0 + g), g <= SCAN_ROWS, side by side: the
+ * running values of g rows are independent chains, so their adds overlap
+ * where one row's chain would wait for each add in turn. */
+#define SCAN_ROWS 8
+#define SCAN_ROWS_LOOP(T, ACC, LOAD, STORE)                                   \
+    do {                                                                      \
+        const T *xp = (const T *)c->x + r0 * c->n;                            \
+        T *op_ = (T *)c->out + r0 * c->n;                                     \
+        ACC acc[SCAN_ROWS];                                                   \
+        for (int64_t k = 0; k < SCAN_ROWS; k++) {                             \
+            acc[k] = sum ? (ACC)0 : (ACC)1;                                   \
+        }                                                                     \
+        for (int64_t j = 0; j < c->n; j++) {                                  \
+            for (int64_t k = 0; k < g; k++) {                                 \
+                acc[k] = sum ? acc[k] + (ACC)LOAD(xp + k * c->n, j)           \
+                             : acc[k] * (ACC)LOAD(xp + k * c->n, j);          \
+                STORE(op_ + k * c->n, j, acc[k]);                             \
+            }                                                                 \
+        }                                                                     \
+    } while (0)
+
+static void
+scan_rows(const scan_ctx *c, int64_t r0, int64_t g)
+{
+    int sum = c->op == AMPC_SCAN_SUM;
+    switch (c->dt) {
+    case AMPC_FLOAT32:
+        SCAN_ROWS_LOOP(float, double, LOAD_PLAIN, STORE_F32);
+        break;
+    case AMPC_FLOAT16:
+        SCAN_ROWS_LOOP(uint16_t, float, LOAD_F16, STORE_F16);
+        break;
+    case AMPC_BFLOAT16:
+        SCAN_ROWS_LOOP(uint16_t, float, LOAD_BF16, STORE_BF16);
+        break;
+    default:
+        SCAN_ROWS_LOOP(int64_t, uint64_t, LOAD_I64, STORE_I64);
+        break;
+    }
+}
+
 static void
 scan_range(void *ctx, int64_t begin, int64_t end)
 {
     const scan_ctx *c = ctx;
     int sum = c->op == AMPC_SCAN_SUM;
+    if (c->inner == 1) {
+        for (int64_t r = begin; r < end; r += SCAN_ROWS) {
+            scan_rows(c, r, end - r < SCAN_ROWS ? end - r : SCAN_ROWS);
+        }
+        return;
+    }
     for (int64_t t = begin; t < end; t++) {
         int64_t o = t / c->tiles_per_outer;
         int64_t i0 = (t % c->tiles_per_outer) * SCAN_TILE;

@@ -13,9 +13,9 @@
  * positions, so they keep their exact bits (NaN payloads, -0.0).
  *
  * topk never sorts a whole long line: for a small k one pass keeps the k
- * smallest items seen in a sorted buffer; for a larger k a quickselect
- * moves the k smallest to the front (falling back to the radix sort if it
- * degenerates), and only those k are sorted.  int64 lines are sorted whole.
+ * smallest items seen in a sorted buffer; for a larger k a radix select
+ * (a histogram of one key byte at a time) picks the k smallest, and only
+ * those k are sorted.  int64 lines are sorted whole.
  *
  * Threads take whole lines (ampc_parallel_for); each line's result is the
  * same on any thread count.
@@ -174,54 +174,56 @@ radix_sort_pairs(sort_pair *a, sort_pair *tmp, int64_t n)
     return src;
 }
 
-/* Moves the k smallest of the n distinct items to a[0, k) (in no order).
- * 0, or 1 when the partitions degenerated (the caller then sorts all). */
-static int
-select_smallest(uint64_t *a, int64_t n, int64_t k)
+/* Radix select: the k smallest of the n items of src (1 <= k < n, items in
+ * position order) copied to out[0, k), in position order, through cand (n
+ * free items).  A histogram of the key's highest byte finds the digit d of
+ * the k-th smallest: items with a smaller digit are all in, those with
+ * digit d are candidates, and the candidates go on to the next byte.  When
+ * the key bytes run out the candidates are equal, and the first ones (in
+ * position order, which every pass keeps) are taken.  Each pass writes
+ * every item to both outputs and advances one count (no branch to
+ * mispredict). */
+static void
+radix_select(const uint64_t *src, uint64_t *cand, uint64_t *out, int64_t n,
+             int64_t k, int kbytes)
 {
-    int64_t lo = 0, hi = n - 1, t = k - 1;
-    int rounds = 0, limit = 16;
-    for (int64_t m = n; m > 1; m >>= 1) {
-        limit += 2;
-    }
-    while (hi > lo) {
-        if (++rounds > limit) {
-            return 1;
+    int64_t taken = 0;
+    for (int b = kbytes - 1; b >= 0 && k > 0; b--) {
+        int shift = 32 + 8 * b;
+        uint32_t hist[256] = {0};
+        for (int64_t i = 0; i < n; i++) {
+            hist[(src[i] >> shift) & 0xff]++;
         }
-        uint64_t x = a[lo], y = a[lo + (hi - lo) / 2], z = a[hi];
-        uint64_t piv = x < y ? (y < z ? y : (x < z ? z : x))
-                             : (x < z ? x : (y < z ? z : y));
-        int64_t i = lo, j = hi;
-        while (i <= j) {
-            while (a[i] < piv) {
-                i++;
-            }
-            while (a[j] > piv) {
-                j--;
-            }
-            if (i <= j) {
-                uint64_t s = a[i];
-                a[i++] = a[j];
-                a[j--] = s;
-            }
+        int d = 0;
+        int64_t below = 0;
+        while (below + hist[d] < k) {
+            below += hist[d++];
         }
-        if (t <= j) {
-            hi = j;
+        int64_t c_out = taken, c_cand = 0;
+        for (int64_t i = 0; i < n; i++) {
+            uint64_t v = src[i];
+            int digit = (int)((v >> shift) & 0xff);
+            out[c_out] = v;
+            c_out += digit < d;
+            cand[c_cand] = v;
+            c_cand += digit == d;
         }
-        else if (t >= i) {
-            lo = i;
-        }
-        else {
+        taken = c_out;
+        k -= below;
+        n = c_cand;
+        src = cand;
+        if (k == n) {
             break;
         }
     }
-    return 0;
+    memcpy(out + taken, src, (size_t)k * sizeof(uint64_t));
 }
 
-/* The k smallest of n items, sorted, into out[0, k) (out may be tmp). */
+/* The k smallest of n items (in position order), sorted, in a buffer
+ * among items, tmp and spare (each n items) that this returns. */
 static uint64_t *
-smallest_sorted(uint64_t *items, uint64_t *tmp, int64_t n, int64_t k,
-                int kbytes)
+smallest_sorted(uint64_t *items, uint64_t *tmp, uint64_t *spare, int64_t n,
+                int64_t k, int kbytes)
 {
     if (k <= TOPK_BUFFER && k < n) {
         /* one pass: buf = tmp[0, k) holds the k smallest seen, sorted */
@@ -243,14 +245,12 @@ smallest_sorted(uint64_t *items, uint64_t *tmp, int64_t n, int64_t k,
         }
         return buf;
     }
-    if (k < n && select_smallest(items, n, k) == 0) {
-        /* the selection has moved items out of position order: sort the
-         * k by their position bytes too (those all share are skipped) */
-        if (k <= SORT_SHORT) {
-            insertion_sort_u64(items, k);
-            return items;
-        }
-        return radix_sort_u64(items, tmp, k, 0, 4 + kbytes);
+    if (k < n) {
+        /* the k, in position order, then sorted by key (stable) */
+        radix_select(items, tmp, spare, n, k, kbytes);
+        tmp = items;
+        items = spare;
+        n = k;
     }
     if (n <= SORT_SHORT) {
         insertion_sort_u64(items, n);
@@ -376,7 +376,8 @@ sort_line(const sort_ctx *c, sort_scratch *s, const char *row, int64_t m)
     int kbytes = ampc_sort_key_bits(c->dt) / 8;
     uint64_t *r;
     if (c->topk) {
-        r = smallest_sorted(items, s->tmp, n, m, kbytes);
+        /* pos (int64_t, n of them) doubles as the third buffer */
+        r = smallest_sorted(items, s->tmp, (uint64_t *)s->pos, n, m, kbytes);
     }
     else if (n <= SORT_SHORT) {
         insertion_sort_u64(items, n);
