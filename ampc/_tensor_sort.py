@@ -23,8 +23,6 @@ from .autograd import sort_scan as _ss
 from .autograd.function import autocast_listed
 from .autograd.grad_mode import _mode
 
-_autocast_active = _C.autocast_active
-
 
 def _bool_arg(fn, arg, v):
     if v.__class__ is not _pybool:
