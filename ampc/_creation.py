@@ -620,6 +620,8 @@ _FUNCTIONS = [
     "var", "std", "split", "chunk", "unbind", "tile", "flip", "floor",
     "ceil", "round", "trunc", "fix", "frac",
 ]
+# scans and sorts (ampc/_tensor_sort.py)
+_FUNCTIONS += ["cumsum", "cumprod", "sort", "argsort", "msort", "topk"]
 # Kept out of this module's globals (they would shadow the builtins
 # sum/max/min/abs/any/all here); ampc/__init__.py exports them.
 FUNCTIONS = {name: _make_function(name) for name in _FUNCTIONS}

@@ -36,6 +36,7 @@ from ._tensor_close import _TensorClose
 from ._tensor_logic import _TensorLogic
 from ._tensor_ops import _TensorOps
 from ._tensor_shape import _TensorShape
+from ._tensor_sort import _TensorSortScan
 from ._tensor_stats import _TensorStats
 from .autograd.function import _fresh_grad_fn
 
@@ -65,9 +66,12 @@ def _return_type(name):
 
 
 class return_types:
-    """Namespace of the named tuples that max(dim)/min(dim) return."""
+    """Namespace of the named tuples that max(dim)/min(dim), sort and
+    topk return."""
     max = _return_type("max")
     min = _return_type("min")
+    sort = _return_type("sort")
+    topk = _return_type("topk")
 
 # ----------------------------------------------------------------------------
 # the Tensor class (its conversion methods come from _TensorConvert in
@@ -77,7 +81,7 @@ class return_types:
 
 class Tensor(_TensorConvert, _TensorOps, _indexing._TensorIndexing,
              _scatter._TensorScatter, _TensorClose, _TensorLogic,
-             _TensorStats, _TensorShape, _TB):
+             _TensorStats, _TensorShape, _TensorSortScan, _TB):
     """An n-dimensional array on a device, with a dtype, that autograd can
     differentiate through.  Make one with ``ampc.tensor``, ``ampc.zeros``
     and friends.

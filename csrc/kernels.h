@@ -281,6 +281,41 @@ typedef void (*ampc_scatter_reduce_fn)(const ampc_scatter_geom *g,
                                        const void *src, int64_t *count);
 
 // ----------------------------------------------------------------------------
+// scans and sorts along one dim (Python side: csrc/ops_scan.c,
+// csrc/ops_sort.c; the sort order: sort_math.h).  x is contiguous
+// (outer, n, inner): the dim has n elements at stride inner.
+
+typedef enum {
+    AMPC_SCAN_SUM = 0,
+    AMPC_SCAN_PROD,
+    AMPC_NUM_SCAN_OPS
+} ampc_scan_op;
+
+/* x -> out (outer, n, inner), both of dt (float32, float16, bfloat16 or
+ * int64; bool is scanned in an int64 copy): out[o, j, i] = x[o, 0, i] op
+ * ... op x[o, j, i], in order.  The running value is a double for float32
+ * and a float for float16/bfloat16 (each output rounded once), wrapping
+ * for int64.  out may be x itself. */
+typedef void (*ampc_scan_fn)(ampc_scan_op op, ampc_dtype dt, int64_t outer,
+                             int64_t n, int64_t inner, const void *x,
+                             void *out);
+
+/* x (outer, n, inner) of any dtype -> values (outer, n, inner) of dt (or
+ * NULL: argsort) and indices (outer, n, inner): each line along the dim
+ * sorted by sort_math.h's order, ascending or descending, stably (equal
+ * elements keep their input order).  0, or -1 when out of memory. */
+typedef int (*ampc_sort_fn)(ampc_dtype dt, int descending, int64_t outer,
+                            int64_t n, int64_t inner, const void *x,
+                            void *values, int64_t *indices);
+
+/* x (outer, n, inner) -> values, indices (outer, k, inner), 0 <= k <= n:
+ * the k largest (or smallest) of each line, in sorted order, ties taken
+ * in input order (the first ones win).  0, or -1 when out of memory. */
+typedef int (*ampc_topk_fn)(ampc_dtype dt, int largest, int64_t outer,
+                            int64_t n, int64_t inner, int64_t k,
+                            const void *x, void *values, int64_t *indices);
+
+// ----------------------------------------------------------------------------
 // AMP: the fused unscale-and-check, the scale update, the gradient norm
 // (csrc/cpu/*/amp.c; Python side in csrc/amp_ops.c and csrc/grad_scaler.c)
 

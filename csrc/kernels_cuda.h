@@ -276,6 +276,22 @@ typedef int (*ampc_cuda_scatter_reduce_fn)(const ampc_scatter_geom *g,
                                            ampc_dtype dt, ampc_scatter_op op,
                                            void *t, const int64_t *idx,
                                            const void *src, int64_t *count);
+/* kernels.h ampc_scan_fn on device memory (cuda/scan.cu): float32 runs
+ * in double and float16/bfloat16 in float32 as on the CPU, but a long row
+ * is scanned by a block in a tree order, so float sums may differ from
+ * the CPU's in the last bits. */
+typedef int (*ampc_cuda_scan_fn)(ampc_scan_op op, ampc_dtype dt,
+                                 int64_t outer, int64_t n, int64_t inner,
+                                 const void *x, void *out);
+/* sort, argsort and topk on device memory (cuda/sort.cu): x (rows, n)
+ * contiguous lines -> values (rows, k) of dt (NULL: argsort) and indices
+ * (rows, k), the first k <= n of each line stably sorted in sort_math.h's
+ * order (the CPU's), ascending or descending (topk's largest).  A
+ * segmented radix sort of the whole lines; scratch from the caching
+ * allocator. */
+typedef int (*ampc_cuda_sort_fn)(ampc_dtype dt, int descending, int64_t rows,
+                                 int64_t n, int64_t k, const void *x,
+                                 void *values, int64_t *indices);
 /* nonzero in two steps around the one host read of the count:
  * nonzero_count splits the n bools at mask into tiles of AMPC_NONZERO_TILE
  * and writes each tile's first output row to offsets[0, tiles) and the

@@ -10,6 +10,8 @@
  *   dispatch.c          the CPU kernel table, chosen once at import
  *   index_ops.c         advanced indexing's gather and put, nonzero
  *   scatter_ops.c       scatter_reduce_ (sum, prod, mean, amax, amin)
+ *   ops_scan.c          cumsum, cumprod
+ *   ops_sort.c          sort, argsort, topk
  *   ops_unary.c         the unary element-wise ops
  *   linalg_ops.c        linear, matmul, conv2d and their backward passes
  *   nn_activation.c     relu_backward, softmax, dropout, each with its
@@ -462,6 +464,8 @@ extern PyMethodDef ampc_where_methods[];
 extern PyMethodDef ampc_reduce_methods[];
 extern PyMethodDef ampc_index_methods[];
 extern PyMethodDef ampc_scatter_methods[];
+extern PyMethodDef ampc_scan_methods[];
+extern PyMethodDef ampc_sort_methods[];
 extern PyMethodDef ampc_unary_methods[];
 extern PyMethodDef ampc_random_methods[];
 extern PyMethodDef ampc_numpy_functions[];
@@ -494,6 +498,7 @@ join_functions(void)
                                    ampc_where_methods,
                                    ampc_reduce_methods, ampc_random_methods,
                                    ampc_index_methods, ampc_scatter_methods,
+                                   ampc_scan_methods, ampc_sort_methods,
                                    ampc_unary_methods,
                                    ampc_numpy_functions,
                                    ampc_linalg_methods, ampc_conv_methods,

@@ -214,6 +214,7 @@ EXPECTED_POLICY = {
     "huber_loss": ("fp32", "fp32"), "kl_div": ("fp32", "fp32"),
     "softmax": (None, "fp32"), "log_softmax": (None, "fp32"),
     "sum": (None, "fp32"), "exp": (None, "fp32"), "log": (None, "fp32"),
+    "cumsum": (None, "fp32"), "cumprod": (None, "fp32"),
     "pow": (None, "fp32"), "rsqrt": (None, "fp32"),
     "softplus": (None, "fp32"),
     "reciprocal": (None, "fp32"), "layer_norm": (None, "fp32"),

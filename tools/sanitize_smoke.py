@@ -3,9 +3,9 @@ compute-sanitizer: run under ``compute-sanitizer --tool memcheck`` it finds
 out-of-bounds and misaligned accesses that a test can miss (a read past
 the end that happens to return a plausible value).  The cases cover the
 element-wise, reduction, copy and random kernels (broadcast, strided,
-offset and misaligned views), the NN kernels forward and backward, the
-optimizer steps, the AMP unscale and scale update, GEMM and convolution
-through cuBLAS(Lt) and cuDNN, and a captured graph.  Each case runs even
+offset and misaligned views), the scans and sorts, the NN kernels forward
+and backward, the optimizer steps, the AMP unscale and scale update, GEMM
+and convolution through cuBLAS(Lt) and cuDNN, and a captured graph.  Each case runs even
 when an earlier one raised; the exit code is 1 when any raised.  Not a
 test (tools/gpu_check.sh runs it); ``--device cpu`` checks the script
 itself on a machine without a GPU.
@@ -89,6 +89,14 @@ def indexing(dev):
         (ampc.tensor([4, 0, 4, 4], device=dev),),
         ampc.ones(4, dtype=ampc.int64, device=dev), accumulate=True)
     (ampc.rand(4097 * 3, device=dev) > 0.5).nonzero()
+
+
+def scans_and_sorts(dev):
+    for dt in DTYPES:
+        x = ampc.randn(33, 1031, device=dev).to(dt)
+        x.cumsum(1), x.cumprod(0), x.sort(1), x.argsort(0), x.topk(5, 0)
+    b = ampc.rand(7, 300, device=dev) > 0.5
+    b.cumsum(1), b.sort(1), b.topk(3)
 
 
 def nn_ops(dev):
@@ -200,8 +208,8 @@ def graph(dev):
 
 
 # the library-heavy cases last: memcheck is slowest under cuBLAS and cuDNN
-CASES = (elementwise, reductions, copies, random_draws, indexing, nn_ops,
-         graph, optimizers_and_amp, linalg)
+CASES = (elementwise, reductions, copies, random_draws, indexing,
+         scans_and_sorts, nn_ops, graph, optimizers_and_amp, linalg)
 
 
 def main():

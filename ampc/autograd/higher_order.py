@@ -27,6 +27,7 @@ from . import functions as _fn
 from . import indexing as _idx
 from . import reductions as _red
 from . import scatter as _scatter
+from . import sort_scan as _sort_scan
 from . import higher_order_writes as _writes
 from . import views as _views
 from .function import Function, _dev_str
@@ -60,7 +61,7 @@ def graph_backward(node, *grads):
         "and device moves, "
         "sum, mean, max, min, norm, cat, stack, views (reshape, view, flatten, transpose, "
         "permute, expand, squeeze, unsqueeze, contiguous), indexing, "
-        "scatter_reduce, "
+        "scatter_reduce, cumsum, cumprod, sort, topk, "
         "in-place writes, matmul, linear, conv2d (with a fused ReLU and "
         "max-pool too), conv_transpose2d, max_pool2d, avg_pool2d, "
         "adaptive_avg_pool2d, "
@@ -699,5 +700,6 @@ def _make_formulas():
         **_activations_more.formulas(),
         **_embedding.formulas(),
         **_scatter.formulas(),
+        **_sort_scan.formulas(),
         **_losses_more.formulas(),
     }

@@ -137,6 +137,14 @@ void ampc_scatter_reduce_ref(const ampc_scatter_geom *g, ampc_dtype dt,
                              ampc_scatter_op op, void *t,
                              const int64_t *idx, const void *src,
                              int64_t *count);
+void ampc_scan_ref(ampc_scan_op op, ampc_dtype dt, int64_t outer, int64_t n,
+                   int64_t inner, const void *x, void *out);
+int ampc_sort_ref(ampc_dtype dt, int descending, int64_t outer, int64_t n,
+                  int64_t inner, const void *x, void *values,
+                  int64_t *indices);
+int ampc_topk_ref(ampc_dtype dt, int largest, int64_t outer, int64_t n,
+                  int64_t inner, int64_t k, const void *x, void *values,
+                  int64_t *indices);
 int64_t ampc_count_true_ref(int64_t n, const uint8_t *mask);
 int ampc_nonzero_ref(int ndim, const int64_t *shape, int64_t n,
                      const uint8_t *mask, int64_t *out);

@@ -16,6 +16,9 @@ ampc_register_cpu_ref(ampc_kernel_table *t, const char **variant)
     t->index_gather = ampc_index_gather_ref;
     t->index_put = ampc_index_put_ref;
     t->scatter_reduce = ampc_scatter_reduce_ref;
+    t->scan = ampc_scan_ref;
+    t->sort = ampc_sort_ref;
+    t->topk = ampc_topk_ref;
     t->count_true = ampc_count_true_ref;
     t->nonzero = ampc_nonzero_ref;
     t->where = ampc_where_ref;
