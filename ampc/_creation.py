@@ -573,7 +573,8 @@ _FUNCTIONS = [
     "take", "narrow", "isclose", "allclose", "equal", "logical_and",
     "logical_or", "logical_xor", "logical_not", "sigmoid", "tanh", "norm",
     "var", "std", "split", "chunk", "unbind", "tile", "flip", "floor",
-    "ceil", "round", "trunc", "fix", "frac",
+    "ceil", "round", "trunc", "fix", "frac", "sin", "cos", "log1p", "expm1",
+    "log2", "log10", "erf", "erfc",
 ]
 # Kept out of this module's globals (they would shadow the builtins
 # sum/max/min/abs/any/all here); ampc/__init__.py exports them.
