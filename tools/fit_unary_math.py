@@ -13,7 +13,8 @@ Chebyshev nodes:
 
 S, C, E and P from their Taylor series (no cancellation in the targets),
 A and B from scipy's erfcx.  Prints the coefficients highest first (the
-Horner order the headers use) and each fit's relative error.  A developer's
+Horner order the headers use), the low part of the constant term where
+the header keeps it, and each fit's relative error.  A developer's
 tool: needs scipy (not a dependency of ampc).
 
     python tools/fit_unary_math.py
@@ -61,6 +62,9 @@ FITS = [
      1 / 10.1 ** 2, 0.25, 8),
 ]
 
+# the fits whose constant term the headers add in two float parts
+SPLIT = {"erf P(s)", "erfc B(1/a^2)"}
+
 
 def main():
     for name, f, lo, hi, degree in FITS:
@@ -69,6 +73,10 @@ def main():
               f"error {err:.3g}; highest first:")
         print("    " + ", ".join(f"{float(np.float32(c)):.9g}f"
                                  for c in coef[::-1]))
+        if name in SPLIT:
+            low = coef[0] - float(np.float32(coef[0]))
+            print(f"    the constant term's low part: "
+                  f"{float(np.float32(low)):.9g}f")
 
 
 if __name__ == "__main__":
