@@ -618,7 +618,8 @@ _FUNCTIONS = [
     "take", "narrow", "isclose", "allclose", "equal", "logical_and",
     "logical_or", "logical_xor", "logical_not", "sigmoid", "tanh", "norm",
     "var", "std", "split", "chunk", "unbind", "tile", "flip", "floor",
-    "ceil", "round", "trunc", "fix", "frac",
+    "ceil", "round", "trunc", "fix", "frac", "sin", "cos", "log1p", "expm1",
+    "log2", "log10", "erf", "erfc",
 ]
 # scans and sorts (ampc/_tensor_sort.py)
 _FUNCTIONS += ["cumsum", "cumprod", "sort", "argsort", "msort", "topk"]

@@ -17,8 +17,10 @@ Sections (each a function of the parsed arguments, run in order by
   depthwise with a channel multiplier of 2, 4 and 32 groups).
 * ``section_pool``: avg_pool2d and adaptive_avg_pool2d forward +
   backward at (batch, 64, 16, 16), beside torch's.
-* ``section_activation``: GELU (exact, tanh) and SiLU forward + backward
-  on (batch, 4096), beside torch's.
+* ``section_activation``: GELU (exact, tanh), SiLU and the other unary
+  ops (sigmoid, tanh, exp, log, sin, cos, log1p, expm1, log2, log10, erf,
+  erfc) forward + backward on (batch, 4096), beside torch's.
+* ``section_unary``: the same unary ops forward only (the kernel alone).
 * ``section_train_step``: one full training step of the lab's SimpleCNN
   (forward, cross-entropy, backward, SGD with momentum) at the lab's batch
   of 256 32x32 images, in float32, float16 (``model.half()``) and bfloat16
@@ -29,7 +31,7 @@ Sections (each a function of the parsed arguments, run in order by
 Not a test: run it by hand.
 
     python benchmarks/bench_train.py [--batch 256] [--repeat 5]
-        [--sections peak,gemm,conv,grouped,pool,activation,train_step]
+        [--sections peak,gemm,conv,grouped,pool,activation,unary,train_step]
         [--cpu-clock]
 
 Every result is checked against torch (or float64 NumPy without torch)
@@ -473,6 +475,14 @@ def _activation_cases():
         ("tanh", ampc.tanh, "tanh", np.tanh, False),
         ("exp", ampc.exp, "exp", np.exp, False),
         ("log", ampc.log, "log", np.log, True),
+        ("sin", ampc.sin, "sin", np.sin, False),
+        ("cos", ampc.cos, "cos", np.cos, False),
+        ("log1p", ampc.log1p, "log1p", np.log1p, True),
+        ("expm1", ampc.expm1, "expm1", np.expm1, False),
+        ("log2", ampc.log2, "log2", np.log2, True),
+        ("log10", ampc.log10, "log10", np.log10, True),
+        ("erf", ampc.erf, "erf", np.vectorize(math.erf), False),
+        ("erfc", ampc.erfc, "erfc", erfc, False),
     )
 
 
@@ -486,7 +496,8 @@ def _torch_fn(dotted, label):
 
 
 def section_activation(args):
-    """GELU (exact and tanh), SiLU, sigmoid, tanh, exp and log forward +
+    """GELU (exact and tanh), SiLU, sigmoid, tanh, exp, log and the unary
+    math (sin, cos, log1p, expm1, log2, log10, erf, erfc) forward +
     backward on (batch, 4096) float32, each validated against torch (or
     the exact formula)."""
     shape = (args.batch, 4096)
@@ -522,9 +533,32 @@ def section_activation(args):
         print(row, flush=True)
 
 
+def section_unary(args):
+    """The unary element-wise ops of the activation section, forward only
+    (the kernel alone), on (batch, 4096) float32 beside torch's."""
+    shape = (args.batch, 4096)
+    print(f"\nunary ops {shape} float32: forward, ms")
+    print(f"{'op':<34}{'ampc':>8}{'torch':>8}{'ampc/torch':>12}")
+    normal = np.random.default_rng(0).standard_normal(shape).astype(
+        np.float32)
+    for label, fn, tname, exact, positive in _activation_cases():
+        if "." in tname:
+            continue                    # the nn.functional activations
+        xs = np.abs(normal) + np.float32(0.01) if positive else normal
+        x = ampc.tensor(xs)
+        ms = best_time(lambda x=x, fn=fn: fn(x), args) * 1e3
+        row = f"{label:<34}{ms:>8.2f}"
+        if torch is not None:
+            tx, tfn = torch.from_numpy(xs), _torch_fn(tname, label)
+            check(label, fn(x).numpy(), tfn(tx).numpy(), "float32")
+            tms = best_time(lambda tx=tx, tfn=tfn: tfn(tx), args) * 1e3
+            row += f"{tms:>8.2f}{ms / tms:>12.2f}"
+        print(row, flush=True)
+
+
 SECTIONS = {"peak": section_peak, "gemm": section_gemm, "conv": section_conv,
             "grouped": section_grouped, "pool": section_pool,
-            "activation": section_activation,
+            "activation": section_activation, "unary": section_unary,
             "train_step": section_train_step}
 
 

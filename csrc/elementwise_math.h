@@ -1,8 +1,10 @@
 /* elementwise_math.h - the one-value rules of the element-wise ops and
  * reductions, shared by the CPU loops (csrc/cpu/loops.h) and the CUDA
  * kernels (cuda/elementwise.cu, cuda/reduce.cu, cuda/random.cu): NaN rules
- * of maximum/minimum/relu/sign, pow's shortcuts, wrapping int64
- * arithmetic, and the exact conversions between dtypes and double.  Static
+ * of maximum/minimum/relu/sign, the float32 math (tanh, log, log2, log10,
+ * log1p, expm1, erf, erfc here, sin and cos in trig_math.h: our own
+ * polynomials, no libm), pow's shortcuts, wrapping int64 arithmetic, and
+ * the exact conversions between dtypes and double.  Static
  * inline in C, __host__ __device__ in nvcc, so the CPU tests cover the code
  * the GPU runs.
  */
@@ -15,6 +17,7 @@
 #include "amp_math.h"
 #include "kernels.h"
 #include "nn_math.h"
+#include "trig_math.h"
 
 // ----------------------------------------------------------------------------
 // float32
@@ -84,14 +87,13 @@ ampc_tanh_f32(float x)
     return copysignf(ampc_select_f32(a < 0.625f, poly, big), x);
 }
 
-/* log x, branch-free so that loops over it vectorise (and the GPU gets the
- * same bits): x = 2^k m with m in [sqrt(1/2), sqrt(2)) (a subnormal x
- * scaled by 2^25 first), log m = f - f^2 / 2 + f^3 P(f) with f = m - 1
- * exact (Cephes' logf polynomial, under 1 ulp), and k ln 2 added in two
- * parts, its exact high part last.  log(+-0) = -inf, a negative x gives
- * NaN, inf inf, NaN NaN. */
+/* log x's reduction, branch-free so that loops over it vectorise (and the
+ * GPU gets the same bits): x = 2^k m with m in [sqrt(1/2), sqrt(2)) (a
+ * subnormal x scaled by 2^25 first) and f = m - 1 exact; returns f, with
+ * *kf = k and *t = f^3 P(f), so that log m = f - f^2 / 2 + t (Cephes' logf
+ * polynomial, under 1 ulp).  Meaningful for a positive finite x only. */
 AMPC_HOST_DEVICE float
-ampc_log_f32(float x)
+ampc_log_reduce_f32(float x, float *kf, float *t)
 {
     const uint32_t sqrt_half = 0x3f3504f3u;    /* the bits of sqrt(1/2) */
     int tiny = x < 1.17549435e-38f;             /* below FLT_MIN */
@@ -108,14 +110,186 @@ ampc_log_f32(float x)
     p = AMPC_FMA(p, f, 2.0000714765e-1f);
     p = AMPC_FMA(p, f, -2.4999993993e-1f);
     p = AMPC_FMA(p, f, 3.3333331174e-1f);
-    float kf = (float)k;
-    float y = AMPC_MUL(AMPC_MUL(p, f), z);
-    y = AMPC_FMA(kf, -2.12194440e-4f, y);
-    y = AMPC_FMA(z, -0.5f, y);
-    float r = AMPC_FMA(kf, 0.693359375f, AMPC_ADD(f, y));
+    *kf = (float)k;
+    *t = AMPC_MUL(AMPC_MUL(p, f), z);
+    return f;
+}
+
+/* The logarithms' special values: log(+-0) = -inf, a negative x gives
+ * NaN, inf inf, NaN NaN; r (the formula's) elsewhere. */
+AMPC_HOST_DEVICE float
+ampc_log_special_f32(float x, float r)
+{
     r = ampc_select_f32(x == INFINITY, x, r);
     r = ampc_select_f32(x < 0.0f, NAN, r);
     r = ampc_select_f32(x == 0.0f, -INFINITY, r);
+    return ampc_select_f32(x != x, x, r);
+}
+
+/* log x = k ln 2 + log m, ln 2 added in two parts, its exact high part
+ * last. */
+AMPC_HOST_DEVICE float
+ampc_log_f32(float x)
+{
+    float kf, y;
+    float f = ampc_log_reduce_f32(x, &kf, &y);
+    float z = AMPC_MUL(f, f);
+    y = AMPC_FMA(kf, -2.12194440e-4f, y);
+    y = AMPC_FMA(z, -0.5f, y);
+    return ampc_log_special_f32(x, AMPC_FMA(kf, 0.693359375f,
+                                            AMPC_ADD(f, y)));
+}
+
+/* log2 x = k + log m log2(e) and log10 x = k log10(2) + log m log10(e),
+ * log m = f + lo and the constants in two float parts, so that nothing
+ * large rounds before the last add: exact at powers of 2 (f = 0), under
+ * 2 ulp elsewhere. */
+AMPC_HOST_DEVICE float
+ampc_log2_f32(float x)
+{
+    float kf, t;
+    float f = ampc_log_reduce_f32(x, &kf, &t);
+    float lo = AMPC_FMA(AMPC_MUL(f, f), -0.5f, t);
+    float v = AMPC_FMA(lo, 1.44269502f, AMPC_MUL(f, 1.92596303e-08f));
+    v = AMPC_FMA(f, 1.44269502f, v);
+    return ampc_log_special_f32(x, AMPC_ADD(kf, v));
+}
+
+AMPC_HOST_DEVICE float
+ampc_log10_f32(float x)
+{
+    float kf, t;
+    float f = ampc_log_reduce_f32(x, &kf, &t);
+    float lo = AMPC_FMA(AMPC_MUL(f, f), -0.5f, t);
+    float v = AMPC_FMA(lo, 0.434294492f, AMPC_MUL(f, -1.010305e-08f));
+    v = AMPC_FMA(f, 0.434294492f, v);
+    v = AMPC_FMA(kf, -1.43209888e-08f, v);
+    return ampc_log_special_f32(x, AMPC_FMA(kf, 0.30103001f, v));
+}
+
+/* log(1 + x) = log u + c: u = 1 + x rounded and c = (x - (u - 1)) / u, the
+ * part of x that rounding lost (exact for |x| < 1), so nothing cancels near
+ * 0.  log1p(-1) = -inf, x < -1 NaN, inf inf, log1p(-0) = -0. */
+AMPC_HOST_DEVICE float
+ampc_log1p_f32(float x)
+{
+    float u = AMPC_ADD(1.0f, x);
+    float c = AMPC_SUB(x, AMPC_SUB(u, 1.0f)) / u;
+    float r = AMPC_ADD(ampc_log_f32(u), c);
+    r = ampc_select_f32(x == INFINITY, x, r);
+    r = ampc_select_f32(x == -1.0f, -INFINITY, r);
+    r = ampc_select_f32(x == 0.0f, x, r);
+    return ampc_select_f32(x != x, x, r);
+}
+
+/* e^x - 1, branch-free: x = k ln 2 + r (|r| <= ln 2 / 2; ln 2 in Cephes'
+ * two parts, the first product exact), e^r - 1 = r + r^2 (1/2 + r E(r))
+ * (tools/fit_unary_math.py) without cancellation, then 2^k (e^r - 1) +
+ * (2^k - 1) in one fma.  Past k = 64 the - 1 is below the result's ulp,
+ * so 2^(k-1) and a last doubling keep 2^128 from overflowing early.  x is
+ * clamped to [-30, 89] (-1 and inf beyond); expm1(-0) = -0. */
+AMPC_HOST_DEVICE float
+ampc_expm1_f32(float x)
+{
+    float xc = ampc_select_f32(x < -30.0f, -30.0f, x);
+    xc = ampc_select_f32(x > 89.0f, 89.0f, xc);
+    float t = AMPC_FMA(xc, 1.44269502f, 12582912.0f);
+    int32_t k = (int32_t)(ampc_f32_bits(t) - 0x4b400000u);
+    float kf = AMPC_SUB(t, 12582912.0f);
+    float r = AMPC_FMA(kf, -0.693359375f, xc);
+    r = AMPC_FMA(kf, 2.12194440e-4f, r);
+    float p = AMPC_FMA(1.98635797e-4f, r, 1.39291002e-3f);
+    p = AMPC_FMA(p, r, 8.33334774e-3f);
+    p = AMPC_FMA(p, r, 4.16665375e-2f);
+    p = AMPC_FMA(p, r, 0.166666672f);
+    p = AMPC_FMA(p, r, 0.5f);
+    float em = AMPC_FMA(AMPC_MUL(r, r), p, r);
+    int32_t big = k > 64;
+    float s = ampc_f32_from_bits((uint32_t)(k - big + 127) << 23);
+    float y = AMPC_FMA(s, em, AMPC_SUB(s, 1.0f));
+    y = AMPC_MUL(y, ampc_select_f32(big, 2.0f, 1.0f));
+    y = ampc_select_f32(x == 0.0f, x, y);
+    return ampc_select_f32(x != x, x, y);
+}
+
+/* erf x = x P(x^2) for |x| <= 1 (tools/fit_unary_math.py), as x c0 + x
+ * (s P'(s) + c0's low part) so that only the small term rounds before the
+ * last fma; erf(-0) = -0. */
+AMPC_HOST_DEVICE float
+ampc_erf_small_f32(float x)
+{
+    float s = AMPC_MUL(x, x);
+    float p = AMPC_FMA(7.85385928e-05f, s, -8.01019312e-4f);
+    p = AMPC_FMA(p, s, 5.18832775e-3f);
+    p = AMPC_FMA(p, s, -2.6853811e-2f);
+    p = AMPC_FMA(p, s, 0.112835854f);
+    p = AMPC_FMA(p, s, -0.37612626f);
+    p = AMPC_FMA(p, s, 5.92050924e-08f);
+    return AMPC_FMA(x, 1.12837911f, AMPC_MUL(x, p));
+}
+
+/* erfc a = e^(-a^2) R(a) for a >= 0.46875, R = erfcx by polynomial: in
+ * a - 5/4 below 2; past it (1/a) B(1/a^2) = g (c0 + v) with g = e^(-a^2)
+ * t, t = 1/a rounded, and v holding B's small terms, c0's low part and
+ * t's rounding error (R is nearly proportional to 1/a there), so that only
+ * g and the last fma round at full size.  a^2 is split exactly in two for
+ * the exp, so nothing large rounds there; subnormal results keep their
+ * bits; a is clamped to 10.5, where erfc is 0 already. */
+AMPC_HOST_DEVICE float
+ampc_erfc_big_f32(float a)
+{
+    a = ampc_select_f32(a < 10.5f, a, 10.5f);
+    float z = AMPC_MUL(a, a);
+    float e = ampc_exp_minus_f32(-z, AMPC_FMA(a, a, -z));
+    float u = AMPC_SUB(a, 1.25f);
+    float pa = AMPC_FMA(6.55351032e-05f, u, -1.93903499e-4f);
+    pa = AMPC_FMA(pa, u, 4.65909776e-4f);
+    pa = AMPC_FMA(pa, u, -1.30702893e-3f);
+    pa = AMPC_FMA(pa, u, 3.55551322e-3f);
+    pa = AMPC_FMA(pa, u, -9.08651482e-3f);
+    pa = AMPC_FMA(pa, u, 2.20110733e-2f);
+    pa = AMPC_FMA(pa, u, -5.02177589e-2f);
+    pa = AMPC_FMA(pa, u, 0.106795579f);
+    pa = AMPC_FMA(pa, u, -0.208821893f);
+    pa = AMPC_FMA(pa, u, 0.367822915f);
+    float t = 1.0f / a;
+    float s = AMPC_MUL(t, t);
+    float pb = AMPC_FMA(29.2141571f, s, -39.825119f);
+    pb = AMPC_FMA(pb, s, 24.9836578f);
+    pb = AMPC_FMA(pb, s, -10.0637703f);
+    pb = AMPC_FMA(pb, s, 3.22756672f);
+    pb = AMPC_FMA(pb, s, -1.03541362f);
+    pb = AMPC_FMA(pb, s, 0.422516853f);
+    pb = AMPC_FMA(pb, s, -0.282085985f);
+    float v = AMPC_FMA(pb, s, -1.51844919e-08f);
+    v = AMPC_FMA(0.564189553f, AMPC_FMA(-a, t, 1.0f), v);
+    float g = AMPC_MUL(e, t);
+    float rb = AMPC_FMA(g, 0.564189553f, AMPC_MUL(g, v));
+    return ampc_select_f32(a < 2.0f, AMPC_MUL(pa, e), rb);
+}
+
+/* erf: x P(x^2) up to |x| = 1, 1 - erfc |x| (at most 0.16, so nothing
+ * cancels) past it, with x's sign; erf(+-inf) = +-1. */
+AMPC_HOST_DEVICE float
+ampc_erf_f32(float x)
+{
+    float a = fabsf(x);
+    float big = copysignf(AMPC_SUB(1.0f, ampc_erfc_big_f32(a)), x);
+    float r = ampc_select_f32(a < 1.0f, ampc_erf_small_f32(x), big);
+    return ampc_select_f32(x != x, x, r);
+}
+
+/* erfc: 1 - erf x while erf |x| < 1/2 (|x| < 0.46875), so at most one bit
+ * cancels; e^(-x^2) R(|x|) past it, 2 - that for a negative x.  erfc(inf) =
+ * 0, erfc(-inf) = 2. */
+AMPC_HOST_DEVICE float
+ampc_erfc_f32(float x)
+{
+    float a = fabsf(x);
+    float e = ampc_erfc_big_f32(a);
+    float big = ampc_select_f32(x < 0.0f, AMPC_SUB(2.0f, e), e);
+    float small = AMPC_SUB(1.0f, ampc_erf_small_f32(x));
+    float r = ampc_select_f32(a < 0.46875f, small, big);
     return ampc_select_f32(x != x, x, r);
 }
 

@@ -93,6 +93,14 @@ typedef enum {
     AMPC_UN_ROUND,          /* half to even */
     AMPC_UN_TRUNC,
     AMPC_UN_FRAC,           /* x - trunc(x) */
+    AMPC_UN_SIN,            /* the element-wise math of csrc/trig_math.h */
+    AMPC_UN_COS,
+    AMPC_UN_LOG1P,          /* and of elementwise_math.h */
+    AMPC_UN_EXPM1,
+    AMPC_UN_LOG2,
+    AMPC_UN_LOG10,
+    AMPC_UN_ERF,
+    AMPC_UN_ERFC,
     AMPC_UN_ISFINITE,       /* output dtype is bool */
     AMPC_NUM_UNARY
 } ampc_unary_op;

@@ -1,8 +1,9 @@
 /* ops_unary.c - the unary element-wise ops (neg, abs, sqrt, exp, log,
  * relu, sign, sigmoid, tanh, gelu, gelu_tanh, silu and those three's
  * derivatives, pow's shortcuts square, cube, reciprocal_square, rsqrt and
- * reciprocal, the roundings floor, ceil, round, trunc and frac, isfinite)
- * as _C.unary(op, a, out=None): an integer or bool
+ * reciprocal, the roundings floor, ceil, round, trunc and frac, sin, cos,
+ * log1p, expm1, log2, log10, erf, erfc, isfinite) as _C.unary(op, a,
+ * out=None): an integer or bool
  * input of a float-only op computes in float32, isfinite writes bool.
  * CPU tensors run the CPU table's 1-D kernels per innermost run, CUDA
  * tensors hand the iteration to cuda/elementwise.cu.  ops_elementwise.c's
@@ -16,7 +17,8 @@ static const char *const unary_names[AMPC_NUM_UNARY] = {
     "neg", "abs", "sqrt", "exp", "log", "relu", "sign", "sigmoid", "tanh",
     "gelu", "gelu_tanh", "silu", "gelu_grad", "gelu_tanh_grad", "silu_grad",
     "square", "cube", "reciprocal_square", "rsqrt", "reciprocal", "floor",
-    "ceil", "round", "trunc", "frac", "isfinite"};
+    "ceil", "round", "trunc", "frac", "sin", "cos", "log1p", "expm1", "log2",
+    "log10", "erf", "erfc", "isfinite"};
 
 typedef struct {
     ampc_unary_op op;
@@ -155,7 +157,7 @@ PyMethodDef ampc_unary_methods[] = {
      METH_VARARGS | METH_KEYWORDS,
      "unary(op, a, out=None): neg abs sqrt exp log relu sign sigmoid tanh "
      "gelu gelu_tanh silu gelu_grad gelu_tanh_grad silu_grad square cube "
-     "reciprocal_square rsqrt reciprocal floor ceil round trunc frac "
-     "isfinite"},
+     "reciprocal_square rsqrt reciprocal floor ceil round trunc frac sin "
+     "cos log1p expm1 log2 log10 erf erfc isfinite"},
     {NULL},
 };

@@ -207,6 +207,22 @@ unary_c(int op, float a)
         return ampc_frac_f32(a);
     case AMPC_UN_RECIPROCAL:
         return ampc_reciprocal_f32(a);
+    case AMPC_UN_SIN:
+        return ampc_trig_f32(a, 0u);
+    case AMPC_UN_COS:
+        return ampc_trig_f32(a, 1u);
+    case AMPC_UN_LOG1P:
+        return ampc_log1p_f32(a);
+    case AMPC_UN_EXPM1:
+        return ampc_expm1_f32(a);
+    case AMPC_UN_LOG2:
+        return ampc_log2_f32(a);
+    case AMPC_UN_LOG10:
+        return ampc_log10_f32(a);
+    case AMPC_UN_ERF:
+        return ampc_erf_f32(a);
+    case AMPC_UN_ERFC:
+        return ampc_erfc_f32(a);
     default:
         return ampc_sign_f32(a);
     }

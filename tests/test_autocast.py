@@ -215,6 +215,8 @@ EXPECTED_POLICY = {
     "softmax": (None, "fp32"), "log_softmax": (None, "fp32"),
     "sum": (None, "fp32"), "exp": (None, "fp32"), "log": (None, "fp32"),
     "cumsum": (None, "fp32"), "cumprod": (None, "fp32"),
+    "log1p": (None, "fp32"), "log2": (None, "fp32"),
+    "log10": (None, "fp32"), "expm1": (None, "fp32"),
     "pow": (None, "fp32"), "rsqrt": (None, "fp32"),
     "softplus": (None, "fp32"),
     "reciprocal": (None, "fp32"), "layer_norm": (None, "fp32"),

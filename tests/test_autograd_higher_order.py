@@ -405,7 +405,7 @@ def test_every_ampc_op_has_a_differentiable_backward():
     import ampc.amp  # noqa: F401 (its Functions)
     from ampc.autograd import higher_order as H
     from ampc.autograd.function import Function, _ViewFunction
-    from ampc.autograd.functions import _FromOutput
+    from ampc.autograd.functions import _FromInput, _FromOutput
     formulas = H._make_formulas()
     seen, todo = set(), [Function]
     while todo:
@@ -415,7 +415,8 @@ def test_every_ampc_op_has_a_differentiable_backward():
                 todo.append(sub)
     missing = sorted(c.__qualname__ for c in seen
                      if c.__module__.startswith("ampc.") and
-                     c not in (_ViewFunction, _FromOutput) and  # bases
+                     c not in (_ViewFunction, _FromInput,        # bases
+                               _FromOutput) and
                      c not in formulas)
     assert missing == []
 

@@ -47,9 +47,10 @@ from .function import (  # noqa: F401
 )
 from .engine import backward, grad  # noqa: F401
 from .functions import (  # noqa: F401
-    Abs, Add, Cast, Ceil, Clamp, Clone, Div, Exp, Floor, Frac, Log,
-    MaskedFill, Maximum, Minimum, Mul, Neg, Pow, Reciprocal, Relu, Round,
-    Rsqrt, Sigmoid, Sign, Sqrt, Sub, Tanh, ToDevice, Trunc, Where,
+    Abs, Add, Cast, Ceil, Clamp, Clone, Cos, Div, Erf, Erfc, Exp, Expm1,
+    Floor, Frac, Log, Log1p, Log2, Log10, MaskedFill, Maximum, Minimum, Mul,
+    Neg, Pow, Reciprocal, Relu, Round, Rsqrt, Sigmoid, Sign, Sin, Sqrt, Sub,
+    Tanh, ToDevice, Trunc, Where,
 )
 from .views import (  # noqa: F401
     Expand, Flatten, GetItem, Permute, Reshape, Squeeze, Transpose,

@@ -220,18 +220,100 @@ class Exp(_FromOutput):
         return _binary("mul", g, out)
 
 
-class Log(Function):
-    autocast_op = "log"
+class _FromInput(Function):
+    """A unary op (its _C.unary name: _op) whose backward reads its input:
+    forward saves the input; each subclass gives backward."""
+
+    _op = None
 
     @staticmethod
     def forward(ctx, a):
         ctx.save_for_backward(a)
-        return _unary("log", a)
+        return _unary(ctx._function._op, a)
+
+
+class Log(_FromInput):
+    autocast_op = _op = "log"
 
     @staticmethod
     def backward(ctx, g):
         a, = ctx.saved_tensors
         return _binary("div", g, a)
+
+
+class Log2(_FromInput):
+    """log2, and through _op and _ln log10: d/dx = 1 / (x ln b), as
+    PyTorch's g / (x * ln b)."""
+
+    autocast_op = _op = "log2"
+    _ln = math.log(2.0)
+
+    @staticmethod
+    def backward(ctx, g):
+        a, = ctx.saved_tensors
+        return _binary("div", g, _binary("mul", a, ctx._function._ln))
+
+
+class Log10(Log2):
+    autocast_op = _op = "log10"
+    _ln = math.log(10.0)
+
+
+class Log1p(_FromInput):
+    autocast_op = _op = "log1p"
+
+    @staticmethod
+    def backward(ctx, g):
+        a, = ctx.saved_tensors
+        return _binary("div", g, _binary("add", a, 1))
+
+
+class Expm1(_FromOutput):
+    """d/dx (e^x - 1) = y + 1, from the saved output (as PyTorch)."""
+
+    autocast_op = _op = "expm1"
+
+    @staticmethod
+    def backward(ctx, g):
+        out, = ctx.saved_tensors
+        return _binary("mul", g, _binary("add", out, 1))
+
+
+class Sin(_FromInput):
+    _op = "sin"
+
+    @staticmethod
+    def backward(ctx, g):
+        a, = ctx.saved_tensors
+        return _binary("mul", g, _unary("cos", a))
+
+
+class Cos(_FromInput):
+    _op = "cos"
+
+    @staticmethod
+    def backward(ctx, g):
+        a, = ctx.saved_tensors
+        return _binary("mul", g, _unary("neg", _unary("sin", a)))
+
+
+class Erf(_FromInput):
+    """erf, and through _op and _slope erfc: d/dx = +-2/sqrt(pi) e^(-x^2),
+    as PyTorch's."""
+
+    _op = "erf"
+    _slope = 2.0 / math.sqrt(math.pi)
+
+    @staticmethod
+    def backward(ctx, g):
+        a, = ctx.saved_tensors
+        e = _unary("exp", _unary("neg", _unary("square", a)))
+        return _binary("mul", g, _binary("mul", e, ctx._function._slope))
+
+
+class Erfc(Erf):
+    _op = "erfc"
+    _slope = -2.0 / math.sqrt(math.pi)
 
 
 class Relu(Function):

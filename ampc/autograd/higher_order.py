@@ -53,7 +53,7 @@ def graph_backward(node, *grads):
         "so create_graph=True (higher-order gradients) cannot go through "
         "it; it can through element-wise arithmetic (+ - * / neg pow sqrt "
         "rsqrt reciprocal exp log abs relu sigmoid tanh floor ceil round trunc "
-        "frac clamp maximum "
+        "frac sin cos log1p expm1 log2 log10 erf erfc clamp maximum "
         "minimum), gelu, silu, "
         "the composite activations (elu, softplus, hardtanh, ...), "
         "leaky_relu, where, "
@@ -204,6 +204,36 @@ def _tanh(node, g):
 def _log(node, g):
     a, = node.saved_tensors
     return g / a
+
+
+def _log2(node, g):
+    a, = node.saved_tensors       # log2 and log10 (_ln: ln 2, ln 10)
+    return g / (a * node._function._ln)
+
+
+def _log1p(node, g):
+    a, = node.saved_tensors
+    return g / (a + 1)
+
+
+def _expm1(node, g):
+    y = _saved_output(node, node.saved_tensors[0])
+    return g * (y + 1)
+
+
+def _sin(node, g):
+    a, = node.saved_tensors
+    return g * a.cos()
+
+
+def _cos(node, g):
+    a, = node.saved_tensors
+    return g * -a.sin()
+
+
+def _erf(node, g):
+    a, = node.saved_tensors       # erf and erfc (_slope: +-2/sqrt(pi))
+    return g * ((-a.square()).exp() * node._function._slope)
 
 
 def _relu(node, g):
@@ -657,6 +687,9 @@ def _make_formulas():
         _fn.Neg: _neg, _fn.Abs: _abs, _fn.Sqrt: _sqrt, _fn.Exp: _exp,
         _fn.Rsqrt: _rsqrt, _fn.Reciprocal: _reciprocal,
         _fn.Log: _log, _fn.Relu: _relu, _fn.Sign: _sign,
+        _fn.Log2: _log2, _fn.Log10: _log2, _fn.Log1p: _log1p,
+        _fn.Expm1: _expm1, _fn.Sin: _sin, _fn.Cos: _cos, _fn.Erf: _erf,
+        _fn.Erfc: _erf,
         _fn.Floor: _rounding, _fn.Ceil: _rounding, _fn.Round: _rounding,
         _fn.Trunc: _rounding, _fn.Frac: _identity,
         _fn.Sigmoid: _sigmoid, _fn.Tanh: _tanh,

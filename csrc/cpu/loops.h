@@ -405,6 +405,42 @@ ampc_unary_f32(ampc_unary_op op, int64_t n, const float *a, float *o)
             o[i] = ampc_reciprocal_f32(a[i]);
         }
         break;
+    case AMPC_UN_SIN:
+        ampc_trig_loop(0u, n, a, o);
+        break;
+    case AMPC_UN_COS:
+        ampc_trig_loop(1u, n, a, o);
+        break;
+    case AMPC_UN_LOG1P:
+        for (i = 0; i < n; i++) {
+            o[i] = ampc_log1p_f32(a[i]);
+        }
+        break;
+    case AMPC_UN_EXPM1:
+        for (i = 0; i < n; i++) {
+            o[i] = ampc_expm1_f32(a[i]);
+        }
+        break;
+    case AMPC_UN_LOG2:
+        for (i = 0; i < n; i++) {
+            o[i] = ampc_log2_f32(a[i]);
+        }
+        break;
+    case AMPC_UN_LOG10:
+        for (i = 0; i < n; i++) {
+            o[i] = ampc_log10_f32(a[i]);
+        }
+        break;
+    case AMPC_UN_ERF:
+        for (i = 0; i < n; i++) {
+            o[i] = ampc_erf_f32(a[i]);
+        }
+        break;
+    case AMPC_UN_ERFC:
+        for (i = 0; i < n; i++) {
+            o[i] = ampc_erfc_f32(a[i]);
+        }
+        break;
     default:
         for (i = 0; i < n; i++) {
             o[i] = ampc_sign_f32(a[i]);
