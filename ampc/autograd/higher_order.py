@@ -66,7 +66,7 @@ def graph_backward(node, *grads):
         "dropout, softmax, log_softmax, "
         "nll_loss, cross_entropy, binary_cross_entropy_with_logits, "
         "binary_cross_entropy, "
-        "mse_loss, batch_norm and layer_norm")
+        "mse_loss, batch_norm, layer_norm, pad and interpolate")
 
 
 def _saved_output(node, t):
@@ -640,7 +640,8 @@ def _mse_loss(node, g):
 
 def _make_formulas():
     from ..nn import (_activations, _activations_more, _avg_pool,
-                      _embedding, _losses_more)
+                      _axis_index, _embedding, _interpolate,
+                      _losses_more, _pad)
     from ..nn import _losses as L
     from ..nn import _norm as N
     from ..nn import functional as F
@@ -698,4 +699,7 @@ def _make_formulas():
         **_embedding.formulas(),
         **_scatter.formulas(),
         **_losses_more.formulas(),
+        **_axis_index.formulas(),
+        **_interpolate.formulas(),
+        **_pad.formulas(),
     }

@@ -33,10 +33,12 @@ from ._avg_pool import adaptive_avg_pool2d, avg_pool2d
 from ._bce import binary_cross_entropy_with_logits
 from ._embedding import embedding
 from ._encoding import one_hot
+from ._interpolate import interpolate
 from ._losses import cross_entropy, mse_loss, nll_loss
 from ._losses_more import (binary_cross_entropy, huber_loss, kl_div,
                            l1_loss, smooth_l1_loss)
 from ._norm import batch_norm, layer_norm
+from ._pad import pad
 
 __all__ = [
     "linear", "conv2d", "relu", "relu_", "max_pool2d", "dropout",
@@ -47,7 +49,7 @@ __all__ = [
     "celu", "celu_", "softplus", "hardsigmoid", "hardswish", "softsign",
     "mish", "logsigmoid",
     "l1_loss", "smooth_l1_loss", "huber_loss", "binary_cross_entropy",
-    "kl_div",
+    "kl_div", "pad", "interpolate",
 ]
 
 
