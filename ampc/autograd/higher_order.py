@@ -66,7 +66,8 @@ def graph_backward(node, *grads):
         "dropout, softmax, log_softmax, "
         "nll_loss, cross_entropy, binary_cross_entropy_with_logits, "
         "binary_cross_entropy, "
-        "mse_loss, batch_norm, layer_norm, pad and interpolate")
+        "mse_loss, batch_norm, layer_norm, group_norm, conv1d, pad and "
+        "interpolate")
 
 
 def _saved_output(node, t):
@@ -640,8 +641,8 @@ def _mse_loss(node, g):
 
 def _make_formulas():
     from ..nn import (_activations, _activations_more, _avg_pool,
-                      _axis_index, _embedding, _interpolate,
-                      _losses_more, _pad)
+                      _axis_index, _conv1d, _embedding, _group_norm,
+                      _interpolate, _losses_more, _pad)
     from ..nn import _losses as L
     from ..nn import _norm as N
     from ..nn import functional as F
@@ -702,4 +703,6 @@ def _make_formulas():
         **_axis_index.formulas(),
         **_interpolate.formulas(),
         **_pad.formulas(),
+        **_conv1d.formulas(),
+        **_group_norm.formulas(),
     }

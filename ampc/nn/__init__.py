@@ -17,7 +17,7 @@ from .modules import (
     MaxPool2d, AvgPool2d, AdaptiveAvgPool2d, Flatten, Dropout,
     CrossEntropyLoss, NLLLoss, MSELoss, BCEWithLogitsLoss, L1Loss,
     SmoothL1Loss, HuberLoss, BCELoss, KLDivLoss, BatchNorm1d,
-    BatchNorm2d, LayerNorm, Upsample,
+    BatchNorm2d, LayerNorm, Conv1d, GroupNorm, Upsample,
     UpsamplingNearest2d, UpsamplingBilinear2d,
 )
 from . import functional
@@ -33,7 +33,7 @@ __all__ = [
     "MaxPool2d", "AvgPool2d", "AdaptiveAvgPool2d", "Flatten",
     "Dropout", "CrossEntropyLoss", "NLLLoss", "MSELoss", "BCEWithLogitsLoss",
     "L1Loss", "SmoothL1Loss", "HuberLoss", "BCELoss", "KLDivLoss",
-    "BatchNorm1d", "BatchNorm2d", "LayerNorm",
+    "BatchNorm1d", "BatchNorm2d", "LayerNorm", "Conv1d", "GroupNorm",
     "Upsample", "UpsamplingNearest2d", "UpsamplingBilinear2d", "functional",
     "init", "utils",
 ]

@@ -31,8 +31,10 @@ from ._activations_more import (celu, celu_, elu, elu_, hardsigmoid,
                                 softsign)
 from ._avg_pool import adaptive_avg_pool2d, avg_pool2d
 from ._bce import binary_cross_entropy_with_logits
+from ._conv1d import conv1d
 from ._embedding import embedding
 from ._encoding import one_hot
+from ._group_norm import group_norm
 from ._interpolate import interpolate
 from ._losses import cross_entropy, mse_loss, nll_loss
 from ._losses_more import (binary_cross_entropy, huber_loss, kl_div,
@@ -49,7 +51,7 @@ __all__ = [
     "celu", "celu_", "softplus", "hardsigmoid", "hardswish", "softsign",
     "mish", "logsigmoid",
     "l1_loss", "smooth_l1_loss", "huber_loss", "binary_cross_entropy",
-    "kl_div", "pad", "interpolate",
+    "kl_div", "conv1d", "group_norm", "pad", "interpolate",
 ]
 
 

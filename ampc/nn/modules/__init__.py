@@ -3,7 +3,7 @@ from .module import Module, _IncompatibleKeys
 from .container import Sequential, ModuleList
 from .linear import Linear, Identity
 from .embedding import Embedding
-from .conv import Conv2d
+from .conv import Conv1d, Conv2d
 from .activation import (ReLU, Sigmoid, Tanh, GELU, SiLU, LeakyReLU, Softmax,
                          LogSoftmax, ReLU6, Hardtanh, ELU, SELU, CELU,
                          Softplus, Hardsigmoid, Hardswish, Softsign, Mish,
@@ -14,7 +14,7 @@ from .dropout import Dropout
 from .loss import (CrossEntropyLoss, NLLLoss, MSELoss, BCEWithLogitsLoss,
                    L1Loss, SmoothL1Loss, HuberLoss, BCELoss, KLDivLoss)
 from .batchnorm import BatchNorm1d, BatchNorm2d
-from .normalization import LayerNorm
+from .normalization import GroupNorm, LayerNorm
 from .upsampling import Upsample, UpsamplingBilinear2d, UpsamplingNearest2d
 
 __all__ = [
@@ -29,6 +29,6 @@ __all__ = [
     "CrossEntropyLoss", "NLLLoss", "MSELoss", "BCEWithLogitsLoss",
     "L1Loss", "SmoothL1Loss", "HuberLoss", "BCELoss", "KLDivLoss",
     "BatchNorm1d", "BatchNorm2d", "LayerNorm", "_IncompatibleKeys",
-    "Upsample", "UpsamplingNearest2d",
+    "Conv1d", "GroupNorm", "Upsample", "UpsamplingNearest2d",
     "UpsamplingBilinear2d",
 ]
