@@ -36,8 +36,7 @@ class Upsample(Module):
 
     def forward(self, input):
         return F.interpolate(input, self.size, self.scale_factor, self.mode,
-                             self.align_corners,
-                             recompute_scale_factor=self.recompute_scale_factor)
+                             self.align_corners, self.recompute_scale_factor)
 
     def extra_repr(self):
         if self.scale_factor is not None:
