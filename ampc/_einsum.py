@@ -13,8 +13,11 @@ Size-1 dims broadcast, as in PyTorch.  A label repeated within one operand
 >>> import ampc
 >>> ampc.einsum("ij,jk->ik", ampc.ones(2, 3), ampc.ones(3, 4)).shape
 ampc.Size([2, 4])
->>> ampc.einsum("bij,bkj", ampc.ones(5, 2, 3), ampc.ones(5, 4, 3)).shape
+>>> ampc.einsum("bij,bkj->bik", ampc.ones(5, 2, 3),
+...             ampc.ones(5, 4, 3)).shape
 ampc.Size([5, 2, 4])
+>>> ampc.einsum("bij,bkj", ampc.ones(5, 2, 3), ampc.ones(5, 4, 3)).shape
+ampc.Size([2, 4])
 """
 from . import _C
 
