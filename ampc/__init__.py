@@ -101,10 +101,11 @@ set_num_threads = _C.set_num_threads
 get_num_threads = _C.get_num_threads
 from ._finfo import finfo, iinfo  # noqa: E402
 from ._tensor_shape import eye, linspace  # noqa: E402
+from ._einsum import einsum  # noqa: E402
 
 __all__ += ["utils", "vision", "Generator", "set_num_threads",
             "get_num_threads", "finfo", "iinfo", "eye", "linspace",
-            "set_printoptions"]
+            "set_printoptions", "einsum"]
 
 # AMP: GradScaler and the fused kernels; testing helpers (issue 4)
 from . import amp  # noqa: E402

@@ -612,7 +612,7 @@ _FUNCTIONS = [
     "mean", "max", "min", "argmax", "argmin", "eq", "ne", "lt", "le", "gt",
     "ge", "isnan", "isinf", "reshape", "transpose", "swapaxes", "t",
     "permute", "unsqueeze", "squeeze", "clone", "detach", "any", "all",
-    "mm", "nonzero", "argwhere", "masked_select", "index_select", "gather",
+    "mm", "bmm", "nonzero", "argwhere", "masked_select", "index_select", "gather",
     "index_put", "masked_fill", "scatter", "scatter_add", "scatter_reduce",
     "index_add",
     "take", "narrow", "isclose", "allclose", "equal", "logical_and",

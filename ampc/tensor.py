@@ -605,6 +605,26 @@ class Tensor(_TensorConvert, _TensorOps, _indexing._TensorIndexing,
                 f"mm(): mat2 must be a matrix, got a {mat2.ndim}-D tensor")
         return self.matmul(mat2)
 
+    def bmm(self, mat2):
+        """Batched matrix product: (B, N, M) @ (B, M, P) -> (B, N, P), no
+        broadcasting.
+
+        >>> import ampc
+        >>> ampc.ones(4, 2, 3).bmm(ampc.ones(4, 3, 5)).shape
+        ampc.Size([4, 2, 5])
+        """
+        _check_tensor("bmm", "mat2", mat2)
+        if self.ndim != 3:
+            raise RuntimeError("batch1 must be a 3D tensor")
+        if mat2.ndim != 3:
+            raise RuntimeError("batch2 must be a 3D tensor")
+        want = [self.shape[0], self.shape[2]]
+        if list(mat2.shape[:2]) != want:
+            raise RuntimeError(
+                "Expected size for first two dimensions of batch2 tensor to "
+                f"be: {want} but got: {list(mat2.shape[:2])}.")
+        return self.matmul(mat2)
+
     def __matmul__(self, other):
         if not isinstance(other, _TB):
             return NotImplemented

@@ -21,6 +21,9 @@ Sections (each a function of the parsed arguments, run in order by
   ops (sigmoid, tanh, exp, log, sin, cos, log1p, expm1, log2, log10, erf,
   erfc) forward + backward on (batch, 4096), beside torch's.
 * ``section_unary``: the same unary ops forward only (the kernel alone).
+* ``section_layers``: group_norm, interpolate (nearest and bilinear x2),
+  a reflect pad and conv1d forward + backward at (batch, 64, 16, 16)
+  (conv1d: (batch / 4, 64, 256)), beside torch's.
 * ``section_train_step``: one full training step of the lab's SimpleCNN
   (forward, cross-entropy, backward, SGD with momentum) at the lab's batch
   of 256 32x32 images, in float32, float16 (``model.half()``) and bfloat16
@@ -31,7 +34,8 @@ Sections (each a function of the parsed arguments, run in order by
 Not a test: run it by hand.
 
     python benchmarks/bench_train.py [--batch 256] [--repeat 5]
-        [--sections peak,gemm,conv,grouped,pool,activation,unary,train_step]
+        [--sections peak,gemm,conv,grouped,pool,activation,unary,layers,
+                    train_step]
         [--cpu-clock]
 
 Every result is checked against torch (or float64 NumPy without torch)
@@ -556,9 +560,63 @@ def section_unary(args):
         print(row, flush=True)
 
 
+def _layer_cases(b):
+    """(label, input shape, op(F, x, params), params shapes) of the layers
+    section: a ResNet stage's image and a speech/text model's sequence."""
+    return (
+        ("group_norm 32 groups", (b, 64, 16, 16),
+         lambda F, x, p: F.group_norm(x, 32, *p), [(64,), (64,)]),
+        ("interpolate nearest x2", (b, 64, 16, 16),
+         lambda F, x, p: F.interpolate(x, scale_factor=2), []),
+        ("interpolate bilinear x2", (b, 64, 16, 16),
+         lambda F, x, p: F.interpolate(x, scale_factor=2, mode="bilinear"),
+         []),
+        ("pad reflect 1", (b, 64, 16, 16),
+         lambda F, x, p: F.pad(x, (1, 1, 1, 1), mode="reflect"), []),
+        ("conv1d 64->64 k3 p1", (b // 4, 64, 256),
+         lambda F, x, p: F.conv1d(x, *p, padding=1), [(64, 64, 3), (64,)]),
+    )
+
+
+def section_layers(args):
+    """group_norm, interpolate (nearest, bilinear), reflect pad and conv1d
+    forward + backward (the input's and parameters' gradients) in float32,
+    each validated against torch."""
+    print("\nlayers float32: forward + backward, ms")
+    print(f"{'op':<34}{'ampc':>8}{'torch':>8}{'ampc/torch':>12}")
+    rng = np.random.default_rng(0)
+    for name, shape, op, pshapes in _layer_cases(args.batch):
+        xs = rng.standard_normal(shape).astype(np.float32)
+        ps = [rng.standard_normal(s).astype(np.float32) * 0.1
+              for s in pshapes]
+        x = ampc.tensor(xs, requires_grad=True)
+        p = [ampc.tensor(v, requires_grad=True) for v in ps]
+        y = op(ampc.nn.functional, x, p)
+        g = ampc.ones(*y.shape)
+
+        def step(x=x, p=p, g=g, op=op):
+            op(ampc.nn.functional, x, p).backward(g)
+        ms = best_time(step, args) * 1e3
+        row = f"{name:<34}{ms:>8.2f}"
+        if torch is not None:
+            tx = torch.from_numpy(xs).requires_grad_()
+            tp = [torch.from_numpy(v).requires_grad_() for v in ps]
+            check(name, y.detach().numpy(),
+                  op(torch.nn.functional, tx, tp).detach().numpy(),
+                  "float32")
+            tg = torch.ones(*y.shape)
+
+            def tstep(tx=tx, tp=tp, tg=tg, op=op):
+                op(torch.nn.functional, tx, tp).backward(tg)
+            tms = best_time(tstep, args) * 1e3
+            row += f"{tms:>8.2f}{ms / tms:>12.2f}"
+        print(row, flush=True)
+
+
 SECTIONS = {"peak": section_peak, "gemm": section_gemm, "conv": section_conv,
             "grouped": section_grouped, "pool": section_pool,
             "activation": section_activation, "unary": section_unary,
+            "layers": section_layers,
             "train_step": section_train_step}
 
 

@@ -202,6 +202,7 @@ def test_threads_do_not_see_each_others_state():
 
 # amp_semantics.md section 3.8, for the ops ampc has
 EXPECTED_POLICY = {
+    "conv1d": ("lower", "lower"),
     "conv2d": ("lower", "lower"), "linear": ("lower", "lower"),
     "conv_transpose2d": ("lower", "lower"),
     "matmul": ("lower", "lower"), "mm": ("lower", "lower"),
@@ -220,6 +221,8 @@ EXPECTED_POLICY = {
     "pow": (None, "fp32"), "rsqrt": (None, "fp32"),
     "softplus": (None, "fp32"),
     "reciprocal": (None, "fp32"), "layer_norm": (None, "fp32"),
+    "group_norm": (None, "fp32"), "upsample": (None, "fp32"),
+    "reflection_pad": ("fp32", None), "replication_pad": ("fp32", None),
     "cat": ("promote", None), "stack": ("promote", None),
 }
 

@@ -68,7 +68,8 @@ def graph_backward(node, *grads):
         "dropout, softmax, log_softmax, "
         "nll_loss, cross_entropy, binary_cross_entropy_with_logits, "
         "binary_cross_entropy, "
-        "mse_loss, batch_norm and layer_norm")
+        "mse_loss, batch_norm, layer_norm, group_norm, conv1d, pad and "
+        "interpolate")
 
 
 def _saved_output(node, t):
@@ -671,7 +672,8 @@ def _mse_loss(node, g):
 
 def _make_formulas():
     from ..nn import (_activations, _activations_more, _avg_pool,
-                      _embedding, _losses_more)
+                      _axis_index, _conv1d, _embedding, _group_norm,
+                      _interpolate, _losses_more, _pad)
     from ..nn import _losses as L
     from ..nn import _norm as N
     from ..nn import functional as F
@@ -735,4 +737,9 @@ def _make_formulas():
         **_scatter.formulas(),
         **_sort_scan.formulas(),
         **_losses_more.formulas(),
+        **_axis_index.formulas(),
+        **_interpolate.formulas(),
+        **_pad.formulas(),
+        **_conv1d.formulas(),
+        **_group_norm.formulas(),
     }

@@ -18,7 +18,8 @@ from .modules import (
     MaxPool2d, AvgPool2d, AdaptiveAvgPool2d, Flatten, Dropout,
     CrossEntropyLoss, NLLLoss, MSELoss, BCEWithLogitsLoss, L1Loss,
     SmoothL1Loss, HuberLoss, BCELoss, KLDivLoss, BatchNorm1d,
-    BatchNorm2d, LayerNorm,
+    BatchNorm2d, LayerNorm, Conv1d, GroupNorm, Upsample,
+    UpsamplingNearest2d, UpsamplingBilinear2d,
 )
 from . import functional
 from . import init
@@ -35,6 +36,7 @@ __all__ = [
     "MaxPool2d", "AvgPool2d", "AdaptiveAvgPool2d", "Flatten",
     "Dropout", "CrossEntropyLoss", "NLLLoss", "MSELoss", "BCEWithLogitsLoss",
     "L1Loss", "SmoothL1Loss", "HuberLoss", "BCELoss", "KLDivLoss",
-    "BatchNorm1d", "BatchNorm2d", "LayerNorm", "functional",
+    "BatchNorm1d", "BatchNorm2d", "LayerNorm", "Conv1d", "GroupNorm",
+    "Upsample", "UpsamplingNearest2d", "UpsamplingBilinear2d", "functional",
     "init", "utils",
 ]

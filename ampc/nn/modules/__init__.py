@@ -4,7 +4,7 @@ from .container import Sequential, ModuleList
 from .container_dict import ModuleDict, ParameterList, ParameterDict
 from .linear import Linear, Identity
 from .embedding import Embedding
-from .conv import Conv2d, ConvTranspose2d
+from .conv import Conv1d, Conv2d, ConvTranspose2d
 from .activation import (ReLU, Sigmoid, Tanh, GELU, SiLU, LeakyReLU, Softmax,
                          LogSoftmax, ReLU6, Hardtanh, ELU, SELU, CELU,
                          Softplus, Hardsigmoid, Hardswish, Softsign, Mish,
@@ -15,7 +15,8 @@ from .dropout import Dropout, Dropout1d, Dropout2d, Dropout3d
 from .loss import (CrossEntropyLoss, NLLLoss, MSELoss, BCEWithLogitsLoss,
                    L1Loss, SmoothL1Loss, HuberLoss, BCELoss, KLDivLoss)
 from .batchnorm import BatchNorm1d, BatchNorm2d
-from .normalization import LayerNorm
+from .normalization import GroupNorm, LayerNorm
+from .upsampling import Upsample, UpsamplingBilinear2d, UpsamplingNearest2d
 
 __all__ = [
     "Module", "Sequential", "ModuleList", "ModuleDict", "ParameterList",
@@ -30,4 +31,6 @@ __all__ = [
     "CrossEntropyLoss", "NLLLoss", "MSELoss", "BCEWithLogitsLoss",
     "L1Loss", "SmoothL1Loss", "HuberLoss", "BCELoss", "KLDivLoss",
     "BatchNorm1d", "BatchNorm2d", "LayerNorm", "_IncompatibleKeys",
+    "Conv1d", "GroupNorm", "Upsample", "UpsamplingNearest2d",
+    "UpsamplingBilinear2d",
 ]

@@ -1,5 +1,6 @@
-"""``Conv2d``: 2-D convolution over (N, C, H, W) images;
-``ConvTranspose2d``: its transpose (upsampling by a learned kernel).
+"""``Conv2d`` and ``Conv1d``: 2-D convolution over (N, C, H, W) images,
+1-D over (N, C, L) sequences; ``ConvTranspose2d``: conv2d's transpose
+(upsampling by a learned kernel).
 
 >>> import ampc
 >>> ampc.nn.Conv2d(3, 32, kernel_size=3, padding=1)
@@ -13,10 +14,11 @@ from ... import _C
 from ..._creation import empty
 from .. import functional as F
 from .. import init
+from .._conv1d import _single, conv_sides, padding_sides
 from ..parameter import Parameter
 from .module import Module
 
-__all__ = ["Conv2d", "ConvTranspose2d"]
+__all__ = ["Conv1d", "Conv2d", "ConvTranspose2d"]
 
 
 class Conv2d(Module):
@@ -221,4 +223,92 @@ class ConvTranspose2d(Module):
             s += f", groups={self.groups}"
         if self.bias is None:
             s += ", bias=False"
+        return s
+
+
+_PADDING_MODES = ("zeros", "reflect", "replicate", "circular")
+
+
+class Conv1d(Module):
+    """1-D convolution (cross-correlation) with ``out_channels`` filters of
+    ``kernel_size`` over ``in_channels`` of (N, C, L) or (C, L) input;
+    ``stride``, ``padding`` (an int, 'valid' or 'same'), ``dilation`` and
+    ``groups`` as in PyTorch, and ``padding_mode`` 'zeros', 'reflect',
+    'replicate' or 'circular' (the input padded by ``F.pad`` first).
+    ``weight`` (out, in / groups, k) and ``bias`` start as
+    U(-1/sqrt(fan_in), 1/sqrt(fan_in)), fan_in = in / groups * k.
+
+    >>> import ampc
+    >>> conv = ampc.nn.Conv1d(4, 8, 3, padding=1)
+    >>> conv(ampc.ones(2, 4, 10)).shape
+    ampc.Size([2, 8, 10])
+    """
+
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1,
+                 padding=0, dilation=1, groups=1, bias=True,
+                 padding_mode="zeros", device=None, dtype=None):
+        super().__init__()
+        if groups.__class__ is bool or not isinstance(groups, int) or \
+                groups <= 0:
+            raise ValueError("groups must be a positive integer")
+        if in_channels % groups:
+            raise ValueError("in_channels must be divisible by groups")
+        if out_channels % groups:
+            raise ValueError("out_channels must be divisible by groups")
+        if padding_mode not in _PADDING_MODES:
+            raise ValueError(
+                "padding_mode must be one of {'replicate', 'reflect', "
+                "'circular', 'zeros'}, but got padding_mode="
+                f"'{padding_mode}'")
+        self.in_channels = in_channels
+        self.out_channels = out_channels
+        self.kernel_size = (_single("Conv1d", "kernel_size", kernel_size),)
+        self.stride = (_single("Conv1d", "stride", stride),)
+        self.dilation = (_single("Conv1d", "dilation", dilation),)
+        self._sides = padding_sides("Conv1d", padding, self.kernel_size[0],
+                                    self.stride[0], self.dilation[0],
+                                    ValueError)
+        self.padding = (padding if isinstance(padding, str)
+                        else (self._sides[0],))
+        self.groups = groups
+        self.padding_mode = padding_mode
+        self.weight = Parameter(empty(out_channels, in_channels // groups,
+                                      *self.kernel_size, device=device,
+                                      dtype=dtype))
+        if bias:
+            self.bias = Parameter(empty(out_channels, device=device,
+                                        dtype=dtype))
+        else:
+            self.register_parameter("bias", None)
+        self.reset_parameters()
+
+    reset_parameters = Conv2d.reset_parameters
+
+    def forward(self, input):
+        if not isinstance(input, _C.TensorBase):
+            raise TypeError(
+                f"Conv1d.forward(): expected a Tensor input, but got "
+                f"{type(input).__name__}")
+        if input.ndim not in (2, 3):
+            raise RuntimeError(
+                "Expected 2D (unbatched) or 3D (batched) input to conv1d, "
+                f"but got input of size: {list(input.shape)}")
+        return conv_sides(input, self.weight, self.bias, self.stride[0],
+                          self._sides, self.dilation[0], self.groups,
+                          self.padding_mode)
+
+    def extra_repr(self):
+        # PyTorch's format (padding strings unquoted)
+        s = (f"{self.in_channels}, {self.out_channels}, kernel_size="
+             f"{self.kernel_size}, stride={self.stride}")
+        if self.padding != (0,):
+            s += f", padding={self.padding}"
+        if self.dilation != (1,):
+            s += f", dilation={self.dilation}"
+        if self.groups != 1:
+            s += f", groups={self.groups}"
+        if self.bias is None:
+            s += ", bias=False"
+        if self.padding_mode != "zeros":
+            s += f", padding_mode={self.padding_mode}"
         return s

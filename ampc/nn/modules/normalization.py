@@ -1,9 +1,12 @@
 """``LayerNorm``: normalisation of each sample over its trailing
-``normalized_shape`` dims, with a per-element affine.
+``normalized_shape`` dims, with a per-element affine; ``GroupNorm``: over
+groups of channels, with a per-channel affine.
 
 >>> import ampc
 >>> ampc.nn.LayerNorm(768)
 LayerNorm((768,), eps=1e-05, elementwise_affine=True, bias=True)
+>>> ampc.nn.GroupNorm(8, 64)
+GroupNorm(8, 64, eps=1e-05, affine=True, bias=True)
 """
 import numbers
 
@@ -14,7 +17,7 @@ from .. import init
 from ..parameter import Parameter
 from .module import Module
 
-__all__ = ["LayerNorm"]
+__all__ = ["GroupNorm", "LayerNorm"]
 
 
 class LayerNorm(Module):
@@ -68,3 +71,64 @@ class LayerNorm(Module):
         return (f"{self.normalized_shape}, eps={self.eps}, "
                 f"elementwise_affine={self.elementwise_affine}, "
                 f"bias={self.bias is not None}")
+
+
+class GroupNorm(Module):
+    """Group normalisation of (N, C, *) input: the ``num_channels``
+    channels form ``num_groups`` groups, each sample's group normalised by
+    its mean and biased variance, then ``weight`` (ones) and ``bias``
+    (zeros), of shape (C,), scale and shift each channel when ``affine``.
+
+    >>> import ampc
+    >>> gn = ampc.nn.GroupNorm(2, 6)
+    >>> gn(ampc.randn(3, 6, 5)).shape
+    ampc.Size([3, 6, 5])
+    """
+
+    def __init__(self, num_groups, num_channels, eps=1e-5, affine=True,
+                 device=None, dtype=None, *, bias=True):
+        super().__init__()
+        if num_groups.__class__ is bool or not isinstance(num_groups, int) \
+                or num_groups <= 0:
+            raise ValueError(
+                f"GroupNorm(): num_groups must be a positive int, got "
+                f"{num_groups!r}")
+        if num_channels % num_groups:
+            raise ValueError(
+                f"num_channels ({num_channels}) must be divisible by "
+                f"num_groups ({num_groups})")
+        self.num_groups = num_groups
+        self.num_channels = num_channels
+        self.eps = eps
+        self.affine = affine
+        if affine:
+            self.weight = Parameter(empty(num_channels, device=device,
+                                          dtype=dtype))
+            if bias:
+                self.bias = Parameter(empty(num_channels, device=device,
+                                            dtype=dtype))
+            else:
+                self.register_parameter("bias", None)
+        else:
+            self.register_parameter("weight", None)
+            self.register_parameter("bias", None)
+        self.reset_parameters()
+
+    def reset_parameters(self):
+        """Weight 1 and bias 0 (as PyTorch)."""
+        if self.affine:
+            init.ones_(self.weight)
+            if self.bias is not None:
+                init.zeros_(self.bias)
+
+    def forward(self, input):
+        if not isinstance(input, _C.TensorBase):
+            raise TypeError(
+                "GroupNorm.forward(): expected a Tensor input, but got "
+                f"{type(input).__name__}")
+        return F.group_norm(input, self.num_groups, self.weight, self.bias,
+                            self.eps)
+
+    def extra_repr(self):
+        return (f"{self.num_groups}, {self.num_channels}, eps={self.eps}, "
+                f"affine={self.affine}, bias={self.bias is not None}")
