@@ -241,3 +241,66 @@ def test_cuda_matches_the_cpu(dtype):
     for a, b_ in zip(*outs):
         np.testing.assert_allclose(a, b_, rtol=tol,
                                    atol=tol * max(1, np.abs(b_).max()))
+
+
+# ----------------------------------------------------------------------------
+# conv_transpose1d
+
+
+@pytest.mark.parametrize("kw", [
+    dict(), dict(stride=2, padding=1, output_padding=1),
+    dict(stride=3, dilation=2, groups=2), dict(stride=1, dilation=2,
+                                               output_padding=1)])
+def test_conv_transpose1d_is_the_2d_one_over_a_unit_height(kw):
+    x = RNG.standard_normal((3, 4, 9)).astype(np.float32)
+    w = RNG.standard_normal((4, 3, 3)).astype(np.float32)
+    b = RNG.standard_normal(3 * kw.get("groups", 1)).astype(np.float32)
+    xt = ampc.tensor(x, requires_grad=True)
+    wt = ampc.tensor(w, requires_grad=True)
+    out = F.conv_transpose1d(xt, wt, ampc.tensor(b), **kw)
+    pair = {k: (1 if k in ("stride", "dilation") else 0, v)
+            for k, v in kw.items() if k != "groups"}
+    ref = _ref(x[:, :, None].astype(np.float64),
+               w[:, :, None].astype(np.float64), b.astype(np.float64),
+               pair.get("stride", (1, 1)), pair.get("padding", (0, 0)),
+               pair.get("output_padding", (0, 0)), kw.get("groups", 1),
+               pair.get("dilation", (1, 1)))[:, :, 0]
+    np.testing.assert_allclose(out.detach().numpy(), ref, rtol=1e-5,
+                               atol=1e-5)
+    out.sum().backward()
+    assert xt.grad.shape == x.shape and wt.grad.shape == w.shape
+    single = F.conv_transpose1d(ampc.tensor(x[0]), ampc.tensor(w),
+                                ampc.tensor(b), **kw)
+    np.testing.assert_allclose(single.numpy(), ref[0], rtol=1e-5, atol=1e-5)
+
+
+def test_conv_transpose1d_module_and_errors():
+    m = nn.ConvTranspose1d(8, 4, 4, stride=2)
+    assert repr(m) == "ConvTranspose1d(8, 4, kernel_size=(4,), stride=(2,))"
+    assert m.weight.shape == (8, 4, 4)
+    assert m(ampc.ones(2, 8, 5)).shape == (2, 4, 12)
+    assert m(ampc.ones(8, 5), output_size=[13]).shape == (4, 13)
+    with pytest.raises(ValueError, match=r"valid sizes range from \[12\] to "
+                       r"\[13\]"):
+        m(ampc.ones(2, 8, 5), output_size=[20])
+    with pytest.raises(RuntimeError, match="Expected 2D .* or 3D"):
+        F.conv_transpose1d(ampc.ones(2, 8, 5, 5), m.weight)
+    with pytest.raises(RuntimeError, match="expected weight to be 3-D"):
+        F.conv_transpose1d(ampc.ones(2, 8, 5), ampc.ones(8, 4, 1, 4))
+
+
+@needs_torch
+def test_conv_transpose1d_matches_torch():
+    x = RNG.standard_normal((2, 6, 11)).astype(np.float32)
+    w = RNG.standard_normal((6, 2, 5)).astype(np.float32)
+    b = RNG.standard_normal(4).astype(np.float32)
+    kw = dict(stride=2, padding=2, output_padding=1, groups=2, dilation=1)
+    outs = []
+    for m in (ampc, torch):
+        xt, wt, bt = (m.tensor(a, requires_grad=True) for a in (x, w, b))
+        y = m.nn.functional.conv_transpose1d(xt, wt, bt, **kw)
+        (y * y).sum().backward()
+        outs.append([t.detach().numpy() for t in (y, xt.grad, wt.grad,
+                                                  bt.grad)])
+    for a, b_ in zip(*outs):
+        np.testing.assert_allclose(a, b_, rtol=1e-4, atol=1e-4)

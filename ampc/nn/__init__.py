@@ -9,34 +9,12 @@ and semantics (``import ampc.nn as nn``).
 ampc.Size([2, 10])
 """
 from .parameter import Parameter
-from .modules import (
-    Module, Sequential, ModuleList, ModuleDict, ParameterList, ParameterDict, Linear, Identity, Embedding, Conv2d, ConvTranspose2d,
-    ReLU, Sigmoid, Tanh, GELU, SiLU, LeakyReLU, Softmax, LogSoftmax,
-    ReLU6, Hardtanh, ELU, SELU, CELU, Softplus, Hardsigmoid, Hardswish,
-    Softsign, Mish, LogSigmoid, PReLU, Unflatten, Dropout1d, Dropout2d,
-    Dropout3d,
-    MaxPool2d, AvgPool2d, AdaptiveAvgPool2d, Flatten, Dropout,
-    CrossEntropyLoss, NLLLoss, MSELoss, BCEWithLogitsLoss, L1Loss,
-    SmoothL1Loss, HuberLoss, BCELoss, KLDivLoss, BatchNorm1d,
-    BatchNorm2d, LayerNorm, Conv1d, GroupNorm, Upsample,
-    UpsamplingNearest2d, UpsamplingBilinear2d,
-)
+from . import modules as _modules
+from .modules import *  # noqa: F401,F403 (every layer class)
 from . import functional
 from . import init
 from . import utils
 
-__all__ = [
-    "Parameter", "Module", "Sequential", "ModuleList", "ModuleDict",
-    "ParameterList", "ParameterDict", "PReLU", "Unflatten", "Dropout1d",
-    "Dropout2d", "Dropout3d", "Linear", "Identity",
-    "Embedding",
-    "Conv2d", "ConvTranspose2d", "ReLU", "Sigmoid", "Tanh", "GELU", "SiLU", "LeakyReLU",
-    "Softmax", "LogSoftmax", "ReLU6", "Hardtanh", "ELU", "SELU", "CELU",
-    "Softplus", "Hardsigmoid", "Hardswish", "Softsign", "Mish", "LogSigmoid",
-    "MaxPool2d", "AvgPool2d", "AdaptiveAvgPool2d", "Flatten",
-    "Dropout", "CrossEntropyLoss", "NLLLoss", "MSELoss", "BCEWithLogitsLoss",
-    "L1Loss", "SmoothL1Loss", "HuberLoss", "BCELoss", "KLDivLoss",
-    "BatchNorm1d", "BatchNorm2d", "LayerNorm", "Conv1d", "GroupNorm",
-    "Upsample", "UpsamplingNearest2d", "UpsamplingBilinear2d", "functional",
-    "init", "utils",
-]
+__all__ = (["Parameter"] +
+           [name for name in _modules.__all__ if not name.startswith("_")] +
+           ["functional", "init", "utils"])

@@ -58,7 +58,8 @@ def formulas():
         x, weight = node.saved_tensors
         need = node.needs_input_grad
         g4, x4, w4 = g.unsqueeze(2), x.unsqueeze(2), weight.unsqueeze(2)
-        gx = ConvInputGrad.apply(g4, w4, x4, node.geometry, node.groups) \
+        gx = ConvInputGrad.apply(g4, w4, x4.shape, node.geometry,
+                                 node.groups) \
             .squeeze(2) if need[0] else None
         gw = ConvWeightGrad.apply(x4, g4, w4, node.geometry, node.groups) \
             .squeeze(2) if need[1] else None

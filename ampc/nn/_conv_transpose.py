@@ -1,5 +1,5 @@
-"""``conv_transpose2d``: the transposed ("fractionally strided")
-convolution, which is conv2d's input gradient taken as a forward op: the
+"""``conv_transpose2d`` and ``conv_transpose1d`` (the 2-D one over a unit
+height): the transposed ("fractionally strided") convolution, which is conv2d's input gradient taken as a forward op: the
 same kernels (``_C.conv2d_input_grad``: our CPU GEMM + col2im, cuDNN's
 backward-data on the GPU), and its gradients are conv2d's other two passes
 (``autograd.higher_order.ConvInputGrad``, which also gives second
@@ -23,6 +23,7 @@ from .._creation import cat, zeros
 from ..autograd import _mode
 from ..autograd.higher_order import ConvInputGrad
 from ._args import _groups, _opt_tensor, _pair, _tensor
+from ._conv1d import _single
 
 
 class _ConvTranspose2d(ConvInputGrad):
@@ -132,3 +133,29 @@ def conv_transpose2d(input, weight, bias=None, stride=1, padding=0,
     if bias is not None:
         out = out + bias.reshape(1, -1, 1, 1)
     return out.squeeze(0) if unbatched else out
+
+
+def conv_transpose1d(input, weight, bias=None, stride=1, padding=0,
+                     output_padding=0, groups=1, dilation=1):
+    """The transposed convolution of input (N, C_in, L) or (C_in, L) with
+    weight (C_in, C_out / groups, K): ``conv_transpose2d`` over a unit
+    height (its kernels, gradients and autocast policy)."""
+    fn = "conv_transpose1d"
+    _tensor(fn, "input", 1, input)
+    _tensor(fn, "weight", 2, weight)
+    if input.ndim not in (2, 3):
+        raise RuntimeError(
+            "Expected 2D (unbatched) or 3D (batched) input to "
+            f"conv_transpose1d, but got input of size: {list(input.shape)}")
+    if weight.ndim != 3:
+        raise RuntimeError(
+            "conv_transpose1d(): expected weight to be 3-D (in_channels, "
+            "out_channels / groups, kernel_size), got shape "
+            f"{list(weight.shape)}")
+    stride = (1, _single(fn, "stride", stride))
+    padding = (0, _single(fn, "padding", padding))
+    output_padding = (0, _single(fn, "output_padding", output_padding))
+    dilation = (1, _single(fn, "dilation", dilation))
+    out = conv_transpose2d(input.unsqueeze(-2), weight.unsqueeze(2), bias,
+                           stride, padding, output_padding, groups, dilation)
+    return out.squeeze(-2)

@@ -39,7 +39,7 @@ from ._interpolate import interpolate
 from ._losses import cross_entropy, mse_loss, nll_loss
 from ._losses_more import (binary_cross_entropy, huber_loss, kl_div,
                            l1_loss, smooth_l1_loss)
-from ._conv_transpose import conv_transpose2d
+from ._conv_transpose import conv_transpose1d, conv_transpose2d
 from ._feature_dropout import dropout1d, dropout2d, dropout3d
 from ._norm import batch_norm, layer_norm
 from ._pad import pad
@@ -55,7 +55,7 @@ __all__ = [
     "mish", "logsigmoid",
     "l1_loss", "smooth_l1_loss", "huber_loss", "binary_cross_entropy",
     "kl_div", "dropout1d", "dropout2d", "dropout3d", "prelu",
-    "conv_transpose2d", "conv1d", "group_norm", "pad", "interpolate",
+    "conv_transpose2d", "conv_transpose1d", "conv1d", "group_norm", "pad", "interpolate",
 ]
 
 

@@ -4,7 +4,7 @@ from .container import Sequential, ModuleList
 from .container_dict import ModuleDict, ParameterList, ParameterDict
 from .linear import Linear, Identity
 from .embedding import Embedding
-from .conv import Conv1d, Conv2d, ConvTranspose2d
+from .conv import Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d
 from .activation import (ReLU, Sigmoid, Tanh, GELU, SiLU, LeakyReLU, Softmax,
                          LogSoftmax, ReLU6, Hardtanh, ELU, SELU, CELU,
                          Softplus, Hardsigmoid, Hardswish, Softsign, Mish,
@@ -21,7 +21,7 @@ from .upsampling import Upsample, UpsamplingBilinear2d, UpsamplingNearest2d
 __all__ = [
     "Module", "Sequential", "ModuleList", "ModuleDict", "ParameterList",
     "ParameterDict", "Linear", "Identity", "Embedding",
-    "Conv2d", "ConvTranspose2d",
+    "Conv2d", "ConvTranspose1d", "ConvTranspose2d",
     "ReLU", "Sigmoid", "Tanh", "GELU", "SiLU", "LeakyReLU", "Softmax",
     "LogSoftmax", "ReLU6", "Hardtanh", "ELU", "SELU", "CELU", "Softplus",
     "Hardsigmoid", "Hardswish", "Softsign", "Mish", "LogSigmoid", "PReLU",

@@ -1,6 +1,6 @@
 """``Conv2d`` and ``Conv1d``: 2-D convolution over (N, C, H, W) images,
-1-D over (N, C, L) sequences; ``ConvTranspose2d``: conv2d's transpose
-(upsampling by a learned kernel).
+1-D over (N, C, L) sequences; ``ConvTranspose2d`` and ``ConvTranspose1d``:
+their transposes (upsampling by a learned kernel).
 
 >>> import ampc
 >>> ampc.nn.Conv2d(3, 32, kernel_size=3, padding=1)
@@ -18,7 +18,7 @@ from .._conv1d import _single, conv_sides, padding_sides
 from ..parameter import Parameter
 from .module import Module
 
-__all__ = ["Conv1d", "Conv2d", "ConvTranspose2d"]
+__all__ = ["Conv1d", "Conv2d", "ConvTranspose1d", "ConvTranspose2d"]
 
 
 class Conv2d(Module):
@@ -134,43 +134,38 @@ class Conv2d(Module):
         return s
 
 
-class ConvTranspose2d(Module):
-    """``F.conv_transpose2d`` with ``in_channels`` inputs, ``out_channels``
-    outputs and a kernel of ``kernel_size``: ``weight`` (in, out / groups,
-    kh, kw) and ``bias`` start as U(-1/sqrt(fan_in), 1/sqrt(fan_in)) with
-    fan_in = out / groups * kh * kw, as PyTorch's.  ``forward(input,
-    output_size=None)``: an ``output_size`` picks the output padding that
-    gives it (PyTorch's rule and error).
+class _ConvTransposeNd(Module):
+    """ConvTranspose1d and ConvTranspose2d: ``weight`` (in, out / groups,
+    *kernel_size) and ``bias`` start as U(-1/sqrt(fan_in), 1/sqrt(fan_in))
+    with fan_in = out / groups * prod(kernel_size), as PyTorch's.
+    ``forward(input, output_size=None)``: an ``output_size`` picks the
+    output padding that gives it (PyTorch's rule and error)."""
 
-    >>> import ampc
-    >>> up = ampc.nn.ConvTranspose2d(8, 4, 3, stride=2, padding=1)
-    >>> up(ampc.ones(1, 8, 5, 5), output_size=[10, 10]).shape
-    ampc.Size([1, 4, 10, 10])
-    """
+    _dims = 2
 
     def __init__(self, in_channels, out_channels, kernel_size, stride=1,
                  padding=0, output_padding=0, groups=1, bias=True,
                  dilation=1, padding_mode="zeros", device=None, dtype=None):
         super().__init__()
+        fn = type(self).__name__
         for name, v in (("in_channels", in_channels),
                         ("out_channels", out_channels), ("groups", groups)):
             if v.__class__ is bool or not isinstance(v, int) or v <= 0:
                 raise ValueError(
-                    f"ConvTranspose2d(): expected {name} to be a positive "
-                    f"int, got {v!r}")
+                    f"{fn}(): expected {name} to be a positive int, got "
+                    f"{v!r}")
             if v % groups:
                 raise ValueError(f"{name} must be divisible by groups")
         if padding_mode != "zeros":
             raise ValueError(
-                'Only "zeros" padding mode is supported for ConvTranspose2d')
-        fn = "ConvTranspose2d"
+                f'Only "zeros" padding mode is supported for {fn}')
         self.in_channels = in_channels
         self.out_channels = out_channels
-        self.kernel_size = F._pair(fn, "kernel_size", kernel_size)
-        self.stride = F._pair(fn, "stride", stride)
-        self.padding = F._pair(fn, "padding", padding)
-        self.output_padding = F._pair(fn, "output_padding", output_padding)
-        self.dilation = F._pair(fn, "dilation", dilation)
+        self.kernel_size = self._tuple("kernel_size", kernel_size)
+        self.stride = self._tuple("stride", stride)
+        self.padding = self._tuple("padding", padding)
+        self.output_padding = self._tuple("output_padding", output_padding)
+        self.dilation = self._tuple("dilation", dilation)
         self.groups = groups
         self.padding_mode = padding_mode
         self.weight = Parameter(empty(in_channels, out_channels // groups,
@@ -185,11 +180,17 @@ class ConvTranspose2d(Module):
 
     reset_parameters = Conv2d.reset_parameters
 
+    def _tuple(self, name, v):
+        fn = type(self).__name__
+        if self._dims == 1:
+            return (_single(fn, name, v),)
+        return F._pair(fn, name, v)
+
     def _output_padding(self, input, output_size):
-        """The output padding that gives ``output_size`` (its last two
-        entries), with PyTorch's error when no padding can."""
-        output_size = list(output_size)[-2:]
-        spatial = list(input.shape[-2:])
+        """The output padding that gives ``output_size`` (its last entries,
+        one per spatial dim), with PyTorch's error when no padding can."""
+        output_size = list(output_size)[-self._dims:]
+        spatial = list(input.shape[-self._dims:])
         low = [(n - 1) * s - 2 * p + d * (k - 1) + 1
                for n, s, p, d, k in zip(spatial, self.stride, self.padding,
                                         self.dilation, self.kernel_size)]
@@ -199,31 +200,55 @@ class ConvTranspose2d(Module):
             raise ValueError(
                 f"requested an output size of {output_size}, but valid "
                 f"sizes range from {low} to {high} (for an input of "
-                f"{input.shape[-2:]})")
+                f"{input.shape[-self._dims:]})")
         return tuple(n - lo for n, lo in zip(output_size, low))
 
     def forward(self, input, output_size=None):
         output_padding = self.output_padding
         if output_size is not None:
             output_padding = self._output_padding(input, output_size)
-        return F.conv_transpose2d(input, self.weight, self.bias, self.stride,
-                                  self.padding, output_padding, self.groups,
-                                  self.dilation)
+        op = F.conv_transpose1d if self._dims == 1 else F.conv_transpose2d
+        return op(input, self.weight, self.bias, self.stride, self.padding,
+                  output_padding, self.groups, self.dilation)
 
     def extra_repr(self):
+        zero, one = (0,) * self._dims, (1,) * self._dims
         s = (f"{self.in_channels}, {self.out_channels}, kernel_size="
              f"{self.kernel_size}, stride={self.stride}")
-        if self.padding != (0, 0):
+        if self.padding != zero:
             s += f", padding={self.padding}"
-        if self.dilation != (1, 1):
+        if self.dilation != one:
             s += f", dilation={self.dilation}"
-        if self.output_padding != (0, 0):
+        if self.output_padding != zero:
             s += f", output_padding={self.output_padding}"
         if self.groups != 1:
             s += f", groups={self.groups}"
         if self.bias is None:
             s += ", bias=False"
         return s
+
+
+class ConvTranspose2d(_ConvTransposeNd):
+    """``F.conv_transpose2d`` with ``in_channels`` inputs, ``out_channels``
+    outputs and a kernel of ``kernel_size`` (see _ConvTransposeNd).
+
+    >>> import ampc
+    >>> up = ampc.nn.ConvTranspose2d(8, 4, 3, stride=2, padding=1)
+    >>> up(ampc.ones(1, 8, 5, 5), output_size=[10, 10]).shape
+    ampc.Size([1, 4, 10, 10])
+    """
+
+
+class ConvTranspose1d(_ConvTransposeNd):
+    """``F.conv_transpose1d`` over (N, C, L) or (C, L) input (see
+    _ConvTransposeNd).
+
+    >>> import ampc
+    >>> ampc.nn.ConvTranspose1d(8, 4, 4, stride=2)(ampc.ones(2, 8, 5)).shape
+    ampc.Size([2, 4, 12])
+    """
+
+    _dims = 1
 
 
 _PADDING_MODES = ("zeros", "reflect", "replicate", "circular")
