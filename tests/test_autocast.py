@@ -204,7 +204,9 @@ def test_threads_do_not_see_each_others_state():
 EXPECTED_POLICY = {
     "conv2d": ("lower", "lower"), "linear": ("lower", "lower"),
     "matmul": ("lower", "lower"), "mm": ("lower", "lower"),
-    "bmm": ("lower", "lower"),
+    "bmm": ("lower", "lower"), "addmm": ("lower", "lower"),
+    "prod": ("fp32", "fp32"), "logsumexp": (None, "fp32"),
+    "cosine_similarity": (None, "fp32"),
     "cross_entropy": ("fp32", "fp32"), "nll_loss": ("fp32", "fp32"),
     "mse_loss": ("fp32", "fp32"),
     "binary_cross_entropy_with_logits": ("fp32", "fp32"),
