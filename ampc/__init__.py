@@ -115,6 +115,16 @@ _amp_update_scale_ = _C._amp_update_scale_
 
 __all__ += ["amp", "testing"]
 
+# more tensor functions: prod, lerp, ... (the methods of _tensor_more.py)
+from ._creation import _make_function  # noqa: E402
+
+_MORE_FUNCTIONS = [
+    "prod", "logsumexp", "count_nonzero", "lerp", "addcmul", "addcdiv",
+    "nan_to_num", "nan_to_num_",
+]
+globals().update({n: _make_function(n) for n in _MORE_FUNCTIONS})
+__all__ += _MORE_FUNCTIONS
+
 # PyTorch dtypes ampc does not have: a clear error instead of a bare
 # AttributeError (a script's `dtype=torch.int32` names it at import time)
 _MISSING_DTYPES = frozenset((
