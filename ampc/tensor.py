@@ -33,6 +33,7 @@ from ._tensor_args import (  # noqa: F401  (some re-exported)
 )
 from ._tensor_convert import _TensorConvert, _parse_to  # noqa: F401
 from ._tensor_close import _TensorClose
+from ._tensor_layout import _TensorLayout
 from ._tensor_logic import _TensorLogic
 from ._tensor_more import _TensorMore
 from ._tensor_ops import _TensorOps
@@ -78,7 +79,7 @@ class return_types:
 
 class Tensor(_TensorConvert, _TensorOps, _indexing._TensorIndexing,
              _scatter._TensorScatter, _TensorClose, _TensorLogic,
-             _TensorStats, _TensorShape, _TensorMore, _TB):
+             _TensorStats, _TensorShape, _TensorMore, _TensorLayout, _TB):
     """An n-dimensional array on a device, with a dtype, that autograd can
     differentiate through.  Make one with ``ampc.tensor``, ``ampc.zeros``
     and friends.
