@@ -39,6 +39,7 @@ from ._tensor_more import _TensorMore
 from ._tensor_ops import _TensorOps
 from ._tensor_shape import _TensorShape
 from ._tensor_stats import _TensorStats
+from ._random_more import _TensorRandom
 from .autograd.function import _fresh_grad_fn
 
 _compare = _C.compare
@@ -77,9 +78,10 @@ class return_types:
 # _TensorOps in _tensor_ops.py)
 
 
-class Tensor(_TensorConvert, _TensorOps, _indexing._TensorIndexing,
-             _scatter._TensorScatter, _TensorClose, _TensorLogic,
-             _TensorStats, _TensorShape, _TensorMore, _TensorLayout, _TB):
+class Tensor(_TensorConvert, _TensorRandom, _TensorOps,
+             _indexing._TensorIndexing, _scatter._TensorScatter, _TensorClose,
+             _TensorLogic, _TensorStats, _TensorShape, _TensorMore,
+             _TensorLayout, _TB):
     """An n-dimensional array on a device, with a dtype, that autograd can
     differentiate through.  Make one with ``ampc.tensor``, ``ampc.zeros``
     and friends.
