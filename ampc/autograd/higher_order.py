@@ -640,7 +640,7 @@ def _mse_loss(node, g):
 
 def _make_formulas():
     from ..nn import (_activations, _activations_more, _avg_pool,
-                      _embedding, _losses_more)
+                      _embedding, _losses_more, _similarity)
     from ..nn import _losses as L
     from ..nn import _norm as N
     from ..nn import functional as F
@@ -698,4 +698,5 @@ def _make_formulas():
         **_embedding.formulas(),
         **_scatter.formulas(),
         **_losses_more.formulas(),
+        **_similarity.formulas(),
     }

@@ -17,7 +17,7 @@ from .modules import (
     MaxPool2d, AvgPool2d, AdaptiveAvgPool2d, Flatten, Dropout,
     CrossEntropyLoss, NLLLoss, MSELoss, BCEWithLogitsLoss, L1Loss,
     SmoothL1Loss, HuberLoss, BCELoss, KLDivLoss, BatchNorm1d,
-    BatchNorm2d, LayerNorm,
+    BatchNorm2d, LayerNorm, CosineSimilarity, PairwiseDistance,
 )
 from . import functional
 from . import init
@@ -32,6 +32,7 @@ __all__ = [
     "MaxPool2d", "AvgPool2d", "AdaptiveAvgPool2d", "Flatten",
     "Dropout", "CrossEntropyLoss", "NLLLoss", "MSELoss", "BCEWithLogitsLoss",
     "L1Loss", "SmoothL1Loss", "HuberLoss", "BCELoss", "KLDivLoss",
-    "BatchNorm1d", "BatchNorm2d", "LayerNorm", "functional",
+    "BatchNorm1d", "BatchNorm2d", "LayerNorm", "CosineSimilarity",
+    "PairwiseDistance", "functional",
     "init", "utils",
 ]

@@ -37,6 +37,7 @@ from ._losses import cross_entropy, mse_loss, nll_loss
 from ._losses_more import (binary_cross_entropy, huber_loss, kl_div,
                            l1_loss, smooth_l1_loss)
 from ._norm import batch_norm, layer_norm
+from ._similarity import cosine_similarity, normalize, pairwise_distance
 
 __all__ = [
     "linear", "conv2d", "relu", "relu_", "max_pool2d", "dropout",
@@ -47,7 +48,7 @@ __all__ = [
     "celu", "celu_", "softplus", "hardsigmoid", "hardswish", "softsign",
     "mish", "logsigmoid",
     "l1_loss", "smooth_l1_loss", "huber_loss", "binary_cross_entropy",
-    "kl_div",
+    "kl_div", "normalize", "cosine_similarity", "pairwise_distance",
 ]
 
 

@@ -15,6 +15,7 @@ from .loss import (CrossEntropyLoss, NLLLoss, MSELoss, BCEWithLogitsLoss,
                    L1Loss, SmoothL1Loss, HuberLoss, BCELoss, KLDivLoss)
 from .batchnorm import BatchNorm1d, BatchNorm2d
 from .normalization import LayerNorm
+from .distance import CosineSimilarity, PairwiseDistance
 
 __all__ = [
     "Module", "Sequential", "ModuleList", "Linear", "Identity", "Embedding",
@@ -28,4 +29,5 @@ __all__ = [
     "CrossEntropyLoss", "NLLLoss", "MSELoss", "BCEWithLogitsLoss",
     "L1Loss", "SmoothL1Loss", "HuberLoss", "BCELoss", "KLDivLoss",
     "BatchNorm1d", "BatchNorm2d", "LayerNorm", "_IncompatibleKeys",
+    "CosineSimilarity", "PairwiseDistance",
 ]
