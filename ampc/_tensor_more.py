@@ -1,15 +1,15 @@
 """``Tensor.prod``, ``logsumexp``, ``count_nonzero`` and the element-wise
 ``lerp``, ``addcmul``, ``addcdiv`` and ``nan_to_num`` (with their in-place
-forms): PyTorch's signatures, dtypes and errors, composed from ampc's
-differentiable ops, so their gradients (and second derivatives) come from
-the ops they are made of.  16-bit inputs are computed in float32 and
-rounded once, as PyTorch's CPU does.  A mixin of ``Tensor``.
+forms): PyTorch's signatures, dtypes and errors.  All but ``prod`` are
+composed from ampc's differentiable ops, so their gradients (and second
+derivatives) come from the ops they are made of; 16-bit inputs are
+computed in float32 and rounded once, as PyTorch's CPU does.  A mixin of
+``Tensor``.
 
-``prod`` multiplies pairwise, halving the reduced dim per pass: every
-product is a float32 (or wrapping int64) multiplication, no log/exp
-shortcut, about 2n element operations in log2(n) kernel calls.  Its
-gradient is the chain rule of those multiplications, so each element gets
-the exact product of the others, zeros included (no division by x).
+``prod`` is one pass of the C reductions (``_C.reduce("prod")``: the
+float dtypes multiplied in double and rounded once, ints in wrapping
+int64, on every CPU level and on CUDA); its gradient is PyTorch's,
+correct with zeros in the input (``prod_grad``).
 
 >>> import ampc
 >>> ampc.tensor([[1.0, 2.0], [3.0, 4.0]]).prod(1)
@@ -21,6 +21,7 @@ from . import _C
 from ._dtype_device import _wrap_dim, float32, int64
 from ._tensor_args import _TB, _check_number, _check_tensor
 from ._tensor_stats import _dims, _extreme
+from .autograd.function import Function
 from .autograd.grad_mode import _mode
 
 
@@ -37,24 +38,52 @@ def _wide16(t):
         t.dtype.itemsize == 2 else t
 
 
-def _fold_prod(x, d):
-    """The product of x along dim d (kept, size 1): pairwise halving, the
-    odd element of each pass set aside and multiplied in at the end."""
-    n = x.shape[d]
-    if n == 0:
-        shape = list(x.shape)
-        shape[d] = 1
-        return _C.full(tuple(shape), 1, x.dtype, _dev(x))
-    rest = []
-    while n > 1:
-        h = n // 2
-        if n % 2:
-            rest.append(x.narrow(d, 2 * h, 1))
-        x = x.narrow(d, 0, h) * x.narrow(d, h, h)
-        n = h
-    for r in rest:
-        x = x * r
-    return x
+class Prod(Function):
+    """The product over all elements or one dim: one ``_C.reduce("prod")``
+    pass (float dtypes multiplied in double and rounded once, ints
+    wrapping int64); its gradient by ``prod_grad``."""
+
+    node_name = "ProdBackward0"
+
+    @staticmethod
+    def forward(ctx, x, dim, keepdim):
+        ctx.dim, ctx.keepdim = dim, keepdim
+        ctx.save_for_backward(x)
+        return _C.reduce("prod", x, dim, keepdim)
+
+    @staticmethod
+    def backward(ctx, g):
+        x, = ctx.saved_tensors
+        return prod_grad(x, g, ctx.dim, ctx.keepdim), None, None
+
+
+def prod_grad(x, g, dim, keepdim):
+    """g times the product of the other elements, as PyTorch: prod / x
+    where the slice has no zero; where it has one, the product of the
+    non-zeros at the zero and 0 elsewhere; 0 for two zeros or more.
+    Written with differentiable ops (no 0 / 0 even in an unselected
+    branch), so it is also the create_graph formula."""
+    from ._tensor_where import where
+    w, g = _wide16(x), _wide16(g)
+    dims = tuple(range(x.ndim)) if dim is None else (dim,) if x.ndim else ()
+    if not keepdim:
+        for d in dims:
+            g = g.unsqueeze(d)
+    zero = _C.compare("eq", w.detach(), 0)
+    nz = zero.sum(dims, keepdim=True) if dims else zero.to(int64)
+    safe = w.masked_fill(zero, 1.0)
+    p = Prod.apply(safe, dim, True)
+    one = _C.compare("eq", nz, 1) & zero
+    out = where(_C.compare("eq", nz, 0), g * p / safe,
+                where(one, g * p, 0.0))
+    return out.to(x.dtype)
+
+
+def formulas():
+    """The create_graph formula of Prod (prod_grad is differentiable)."""
+    return {Prod: lambda node, g: (prod_grad(node.saved_tensors[0], g,
+                                             node.dim, node.keepdim),
+                                   None, None)}
 
 
 def _dev(t):
@@ -82,7 +111,7 @@ class _TensorMore:
     def prod(self, dim=None, keepdim=False, *, dtype=None):
         """The product of all elements, or along ``dim`` (one int); bool
         and int64 multiply in int64 (wrapping on overflow, as torch),
-        float16/bfloat16 in float32, rounded once."""
+        float dtypes in double, rounded once to the dtype."""
         if dim is not None:
             if isinstance(dim, (tuple, list)):
                 raise TypeError("prod(): argument 'dim' must be an int, "
@@ -91,21 +120,9 @@ class _TensorMore:
         x = self if dtype is None else self.to(dtype)
         if dtype is None:
             x, = _autocast("prod", x)
-        if not x.dtype.is_floating_point:
-            x = x.to(int64)
-        out_dtype = x.dtype
-        w = _wide16(x)
-        if dim is None:
-            out = _fold_prod(w.reshape(-1), 0).reshape(())
-            if keepdim:
-                out = out.reshape(*[1] * x.ndim)
-        elif x.ndim == 0:
-            out = w.clone()
-        else:
-            out = _fold_prod(w, dim)
-            if not keepdim:
-                out = out.squeeze(dim)
-        return out.to(out_dtype)
+        if _mode.enabled and x.requires_grad:
+            return Prod.apply(x, dim, keepdim)
+        return _C.reduce("prod", x, dim, keepdim)
 
     def logsumexp(self, dim, keepdim=False):
         """log(sum(exp(x))) over ``dim`` (an int or a tuple), shifted by

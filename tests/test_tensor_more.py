@@ -8,6 +8,7 @@ import pytest
 
 import ampc
 import reference as ref
+from cuda_helpers import assert_same, make_pair, requires_cuda
 from helpers import (ALL_NAMES, FLOAT_NAMES, assert_close, gradcheck, make,
                      rand_values, to64, to_torch, torch_or_skip)
 
@@ -107,6 +108,47 @@ def test_prod_autocast_cpu_runs_in_float32():
         b = to_torch(torch, x).prod()
     assert a.dtype is ampc.float32 and b.dtype == torch.float32
     assert a.item() == b.item()
+
+
+def test_prod_is_rounded_once_from_double(cpu_level):
+    # float32 partial products would overflow to inf on the way
+    v = np.array([1e30, 1e30, 1e-30, 1e-30, 3.0] * 7, dtype=np.float32)
+    x = ampc.tensor(v)
+    assert x.prod().item() == np.float32(np.prod(v.astype(np.float64)))
+    assert x.reshape(7, 5).t().prod(1).tolist()[2:] == [0.0, 0.0, 2187.0]
+    assert x.reshape(7, 5).prod(0).tolist()[:2] == [INF, INF]
+
+
+def test_prod_levels_agree(cpu_level, rng):
+    v = rand_values((5, 1031), "float32", rng, 0.5, 1.5)
+    for layout in ("contig", "t"):
+        x = make(v if layout == "contig" else v.T.copy(), "float32", layout)
+        assert_close(x.prod(-1 if layout == "contig" else 0),
+                     np.prod(v, 1), rtol=1e-6, atol=0)
+    big = make(rand_values((300000,), "float32", rng, 0.999, 1.001),
+               "float32")
+    assert_close(big.prod(), np.prod(to64(big)), rtol=1e-6, atol=0)
+
+
+@pytest.mark.cuda
+@requires_cuda
+@pytest.mark.parametrize("dtype", ALL_NAMES)
+def test_prod_cuda_matches_cpu(dtype):
+    rng = np.random.default_rng(6)
+    for shape in ((3, 7), (4, 33, 5), (2, 1031), (1, 300000), (70000, 3)):
+        low, high = (0.999, 1.001) if dtype in FLOAT_NAMES else (-1, 1)
+        cpu, gpu = make_pair(rand_values(shape, dtype, rng, low, high),
+                             dtype)
+        for dim in (None, 0, -1, 1 if len(shape) > 2 else 0):
+            a = cpu.prod() if dim is None else cpu.prod(dim)
+            b = gpu.prod() if dim is None else gpu.prod(dim, keepdim=True)
+            if dim is not None:
+                b = b.squeeze(dim)
+            assert_same(b, a, rtol=1e-6 if dtype == "float32" else None,
+                        msg=f"{shape} dim={dim} ")
+    x = ampc.tensor([0.0, 2.0, 3.0], device="cuda", requires_grad=True)
+    x.prod().backward()
+    assert x.grad.cpu().tolist() == [6.0, 0.0, 0.0]
 
 
 def test_prod_errors():

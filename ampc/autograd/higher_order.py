@@ -647,6 +647,7 @@ def _make_formulas():
     from ..nn.modules._backward_hooks import (BackwardHookFunction,
                                              BackwardHooksFunction)
     from .._tensor_stats import Norm, SafeSqrt, norm_grad, safe_sqrt_grad
+    from .. import _tensor_more
     from ..nn._bce import _BceWithLogits, bce_grads
     from ..tensor import Matmul
     return {
@@ -699,4 +700,5 @@ def _make_formulas():
         **_scatter.formulas(),
         **_losses_more.formulas(),
         **_similarity.formulas(),
+        **_tensor_more.formulas(),
     }
