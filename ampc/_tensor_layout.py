@@ -38,18 +38,18 @@ def _ints(fn, arg, v):
     return (_int(fn, arg, v),)
 
 
-def _tri_mask(fn, t, diagonal, lower):
-    """True where tril (lower) / triu keeps an element of t's last two
-    dims."""
+def _tri_drop(fn, t, diagonal, lower):
+    """True where tril (lower) / triu zeroes an element of t's last two
+    dims: col > row + diagonal (tril), col < row + diagonal (triu); one
+    broadcast compare of a row and a column of indices."""
     if t.ndim < 2:
         raise RuntimeError(f"{fn}: input tensor must have at least 2 "
                            "dimensions")
     k = _int(fn, "diagonal", diagonal)
     n, m = t.shape[-2], t.shape[-1]
-    rows = _C.arange(0, n, 1, int64, _dev(t))._view((n, 1))
+    rows = _C.arange(k, n + k, 1, int64, _dev(t))._view((n, 1))
     cols = _C.arange(0, m, 1, int64, _dev(t))._view((1, m))
-    off = cols - rows
-    return _C.compare("le" if lower else "ge", off, k)
+    return _C.compare("gt" if lower else "lt", cols, rows)
 
 
 class _TensorLayout:
@@ -57,19 +57,19 @@ class _TensorLayout:
     def tril(self, diagonal=0):
         """The lower triangle of the last two dims (col - row <=
         diagonal), zeros elsewhere."""
-        return self.masked_fill(~_tri_mask("tril", self, diagonal, True), 0)
+        return self.masked_fill(_tri_drop("tril", self, diagonal, True), 0)
 
     def triu(self, diagonal=0):
         """The upper triangle of the last two dims (col - row >=
         diagonal), zeros elsewhere."""
-        return self.masked_fill(~_tri_mask("triu", self, diagonal, False), 0)
+        return self.masked_fill(_tri_drop("triu", self, diagonal, False), 0)
 
     def tril_(self, diagonal=0):
-        return self.masked_fill_(~_tri_mask("tril_", self, diagonal, True),
+        return self.masked_fill_(_tri_drop("tril_", self, diagonal, True),
                                  0)
 
     def triu_(self, diagonal=0):
-        return self.masked_fill_(~_tri_mask("triu_", self, diagonal, False),
+        return self.masked_fill_(_tri_drop("triu_", self, diagonal, False),
                                  0)
 
     def roll(self, shifts, dims=None):
