@@ -197,7 +197,18 @@ def multinomial(input, num_samples, replacement=False, *, generator=None):
 
 
 class _TensorRandom:
-    """Tensor's bernoulli_ (a tensor p too) and exponential_."""
+    """Tensor's bernoulli/bernoulli_ (a tensor p too), multinomial and
+    exponential_."""
+
+    def bernoulli(self, p=None, *, generator=None):
+        """``ampc.bernoulli(self, p)``."""
+        return bernoulli(self, p, generator=generator)
+
+    def multinomial(self, num_samples, replacement=False, *,
+                    generator=None):
+        """``ampc.multinomial(self, num_samples, replacement)``."""
+        return multinomial(self, num_samples, replacement,
+                           generator=generator)
 
     def bernoulli_(self, p=0.5, *, generator=None):
         """Fill self with 1 with probability ``p`` (a number, or a tensor

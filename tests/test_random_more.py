@@ -138,6 +138,8 @@ def test_multinomial_with_replacement_chi_square():
     assert r.shape == (2, 100)
     assert set(r[0].tolist()) <= {0, 1} and set(r[1].tolist()) == {2}
     _repeatable(lambda: ampc.multinomial(w, 40, True))
+    _repeatable(lambda: w.multinomial(3))
+    assert set(ampc.full((50,), 0.5).bernoulli().tolist()) <= {0.0, 1.0}
 
 
 def test_multinomial_without_replacement():
