@@ -213,6 +213,8 @@ class _TensorRandom:
     def bernoulli_(self, p=0.5, *, generator=None):
         """Fill self with 1 with probability ``p`` (a number, or a tensor
         broadcast to self's shape), else 0."""
+        if not isinstance(p, _TB) and generator is None:
+            return super().bernoulli_(p)    # the C kernel's own draw
         if isinstance(p, _TB):
             _check_probs("bernoulli_", p)
             p = p.detach().expand(*self.shape)
