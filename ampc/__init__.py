@@ -118,6 +118,23 @@ _amp_update_scale_ = _C._amp_update_scale_
 
 __all__ += ["amp", "testing"]
 
+# more tensor functions: prod, tril, roll, lerp, randperm, ... (the
+# methods in _tensor_more.py and _tensor_layout.py, the random draws in
+# _random_more.py)
+from ._tensor_layout import *  # noqa: E402,F401,F403
+from ._tensor_layout import __all__ as _layout_all  # noqa: E402
+from ._random_more import *  # noqa: E402,F401,F403
+from ._random_more import __all__ as _random_all  # noqa: E402
+from ._creation import _make_function  # noqa: E402
+
+_MORE_FUNCTIONS = [
+    "prod", "logsumexp", "count_nonzero", "lerp", "addcmul", "addcdiv",
+    "nan_to_num", "nan_to_num_", "tril", "triu", "roll", "movedim",
+    "moveaxis", "repeat_interleave", "diag", "outer", "ger",
+]
+globals().update({n: _make_function(n) for n in _MORE_FUNCTIONS})
+__all__ += list(_layout_all) + list(_random_all) + _MORE_FUNCTIONS
+
 # PyTorch dtypes ampc does not have: a clear error instead of a bare
 # AttributeError (a script's `dtype=torch.int32` names it at import time)
 _MISSING_DTYPES = frozenset((

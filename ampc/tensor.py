@@ -33,11 +33,14 @@ from ._tensor_args import (  # noqa: F401  (some re-exported)
 )
 from ._tensor_convert import _TensorConvert, _parse_to  # noqa: F401
 from ._tensor_close import _TensorClose
+from ._tensor_layout import _TensorLayout
 from ._tensor_logic import _TensorLogic
+from ._tensor_more import _TensorMore
 from ._tensor_ops import _TensorOps
 from ._tensor_shape import _TensorShape
 from ._tensor_sort import _TensorSortScan
 from ._tensor_stats import _TensorStats
+from ._random_more import _TensorRandom
 from .autograd.function import _fresh_grad_fn
 
 _compare = _C.compare
@@ -79,9 +82,10 @@ class return_types:
 # _TensorOps in _tensor_ops.py)
 
 
-class Tensor(_TensorConvert, _TensorOps, _indexing._TensorIndexing,
-             _scatter._TensorScatter, _TensorClose, _TensorLogic,
-             _TensorStats, _TensorShape, _TensorSortScan, _TB):
+class Tensor(_TensorConvert, _TensorRandom, _TensorOps,
+             _indexing._TensorIndexing, _scatter._TensorScatter, _TensorClose,
+             _TensorLogic, _TensorStats, _TensorShape, _TensorSortScan,
+             _TensorMore, _TensorLayout, _TB):
     """An n-dimensional array on a device, with a dtype, that autograd can
     differentiate through.  Make one with ``ampc.tensor``, ``ampc.zeros``
     and friends.

@@ -112,6 +112,7 @@ typedef enum {
     AMPC_RED_MIN,
     AMPC_RED_ARGMAX,        /* writes only the int64 indices */
     AMPC_RED_ARGMIN,
+    AMPC_RED_PROD,          /* float dtypes in double, ints wrapping int64 */
     AMPC_NUM_REDUCE
 } ampc_reduce_op;
 

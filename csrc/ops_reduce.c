@@ -1,8 +1,8 @@
-/* ops_reduce.c - reductions (sum, mean, max, min, argmax, argmin over all
- * dims, one dim or several) and cat, on the CPU or a GPU: the reduced dims
- * are brought to a contiguous (outer, r, inner) layout here, and the
- * device's reduce slot (csrc/cpu/ref/reduce.c, cuda/reduce.cu) does the
- * rest.
+/* ops_reduce.c - reductions (sum, mean, max, min, argmax, argmin, prod
+ * over all dims, one dim or several) and cat, on the CPU or a GPU: the
+ * reduced dims are brought to a contiguous (outer, r, inner) layout here,
+ * and the device's reduce slot (csrc/cpu/ref/reduce.c, cuda/reduce.cu)
+ * does the rest.
  */
 #include "ampc.h"
 
@@ -15,8 +15,9 @@
 // reductions
 
 static const char *const reduce_names[] = {
-    "sum", "mean", "max", "min", "argmax", "argmin", "max_dim", "min_dim"};
-#define NUM_REDUCE_NAMES 8
+    "sum",    "mean",    "max",     "min", "argmax",
+    "argmin", "max_dim", "min_dim", "prod"};
+#define NUM_REDUCE_NAMES 9
 
 /* Marks the reduced dims in `mask` from dim=None, an int or a sequence.
  * Returns the number of reduced dims or -1. */
@@ -130,7 +131,7 @@ op_reduce(PyObject *module, PyObject *args, PyObject *kwds)
         return NULL;
     }
     const char *fn = reduce_names[which];
-    int with_indices = which >= 6;
+    int with_indices = which == 6 || which == 7;
     if (with_indices) {
         fn = which == 6 ? "max" : "min";
     }
@@ -139,10 +140,13 @@ op_reduce(PyObject *module, PyObject *args, PyObject *kwds)
         return NULL;
     }
     AmpcTensorObject *a = AMPC_TENSOR(a_obj);
-    ampc_reduce_op op = with_indices ? (which == 6 ? AMPC_RED_MAX
-                                                   : AMPC_RED_MIN)
-                                     : (ampc_reduce_op)which;
-    int is_sum = op == AMPC_RED_SUM || op == AMPC_RED_MEAN;
+    ampc_reduce_op op = which == 8         ? AMPC_RED_PROD
+                        : with_indices ? (which == 6 ? AMPC_RED_MAX
+                                                     : AMPC_RED_MIN)
+                                       : (ampc_reduce_op)which;
+    /* sum, mean and prod: several dims, an identity, int64 for ints */
+    int is_sum = op == AMPC_RED_SUM || op == AMPC_RED_MEAN ||
+                 op == AMPC_RED_PROD;
     if (with_indices && dim == Py_None) {
         PyErr_Format(PyExc_TypeError, "%s(): argument 'dim' is required", fn);
         return NULL;
@@ -255,9 +259,10 @@ op_reduce(PyObject *module, PyObject *args, PyObject *kwds)
             goto done;
         }
     }
-    if (r == 0) {       /* empty sum is 0, empty mean NaN */
+    if (r == 0) {       /* empty sum is 0, empty mean NaN, empty prod 1 */
         PyObject *fillv = op == AMPC_RED_MEAN ? PyFloat_FromDouble(NAN)
-                                              : PyLong_FromLong(0);
+                                              : PyLong_FromLong(
+                                                    op == AMPC_RED_PROD);
         int rc = fillv == NULL ? -1 : ampc_fill_value(values, fillv, fn);
         Py_XDECREF(fillv);
         if (rc < 0) {
@@ -397,7 +402,7 @@ PyMethodDef ampc_reduce_methods[] = {
     {"reduce", (PyCFunction)(void (*)(void))op_reduce,
      METH_VARARGS | METH_KEYWORDS,
      "reduce(op, a, dim=None, keepdim=False): sum mean max min argmax "
-     "argmin max_dim min_dim"},
+     "argmin max_dim min_dim prod"},
     {"cat", op_cat, METH_VARARGS, "cat(tensors, dim=0) -> tensor"},
     {NULL},
 };

@@ -1,8 +1,9 @@
-/* reduce.cu - sum, mean, max, min, argmax and argmin over the middle axis
- * of a contiguous (outer, r, inner) array on the GPU, with the CPU's rules
- * (csrc/cpu/ref/reduce.c): float32 accumulation folded into double for the
- * float dtypes, wrapping int64 sums, a NaN wins max and min, ties keep the
- * first index.  Deterministic: r is cut into segments fixed by the shape
+/* reduce.cu - sum, mean, max, min, argmax, argmin and prod over the
+ * middle axis of a contiguous (outer, r, inner) array on the GPU, with the
+ * CPU's rules (csrc/cpu/ref/reduce.c): float32 accumulation folded into
+ * double for the float dtypes (products in double throughout), wrapping
+ * int64 sums and products, a NaN wins max and min, ties keep the first
+ * index.  Deterministic: r is cut into segments fixed by the shape
  * alone, each reduced by a fixed tree, and the segments are folded in
  * order by a second kernel (no atomics).
  */
@@ -133,12 +134,20 @@ red_store_extreme(ampc_reduce_op op, const T *elem, int64_t i, T *out,
     }
 }
 
+/* Sums add, products multiply. */
 template <typename S>
 __device__ __forceinline__ S
-warp_sum(S v)
+red_join(bool prod, S a, S b)
+{
+    return prod ? a * b : a + b;
+}
+
+template <typename S>
+__device__ __forceinline__ S
+warp_join(bool prod, S v)
 {
     for (int w = RED_WARP / 2; w > 0; w /= 2) {
-        v += __shfl_xor_sync(0xffffffffu, v, w);
+        v = red_join(prod, v, __shfl_xor_sync(0xffffffffu, v, w));
     }
     return v;
 }
@@ -175,12 +184,13 @@ struct RedArgs {
 /* x (outer, r) rows (inner == 1): one warp per (row, segment); lanes take
  * every 32nd element, RED_UNROLL loads at a time; a float32 sum of those
  * loads is folded into the lane's double (as the CPU folds its float32
- * lanes), then a shuffle tree. */
+ * lanes; a product stays in double), then a shuffle tree. */
 template <typename T>
 __global__ void
 red_sum_rows_kernel(RedArgs a, const T *__restrict__ x)
 {
     using S = typename RNum<T>::S;
+    const bool prod = a.op == AMPC_RED_PROD;
     const int lane = threadIdx.x % RED_WARP;
     const int64_t nwarps = (int64_t)gridDim.x * (blockDim.x / RED_WARP);
     const int64_t items = a.outer * a.nseg;
@@ -191,8 +201,18 @@ red_sum_rows_kernel(RedArgs a, const T *__restrict__ x)
         int64_t k0 = s * a.seg;
         int64_t k1 = k0 + a.seg < a.r ? k0 + a.seg : a.r;
         const T *row = x + o * a.r;
-        S acc = 0;
+        S acc = prod ? 1 : 0;
         for (int64_t k = k0 + lane; k < k1; k += RED_WARP * RED_UNROLL) {
+            if (prod) {
+#pragma unroll
+                for (int u = 0; u < RED_UNROLL; u++) {
+                    int64_t kk = k + (int64_t)u * RED_WARP;
+                    if (kk < k1) {
+                        acc *= (S)RNum<T>::load(row + kk);
+                    }
+                }
+                continue;
+            }
             /* float32 for the float dtypes (the CPU's lanes), else the
              * wrapping uint64 sum itself */
             typename std::conditional<std::is_same<S, double>::value, float,
@@ -206,7 +226,7 @@ red_sum_rows_kernel(RedArgs a, const T *__restrict__ x)
             }
             acc += (S)part;
         }
-        acc = warp_sum(acc);
+        acc = warp_join(prod, acc);
         if (lane == 0) {
             if (a.nseg > 1) {
                 ((S *)a.part)[s * a.outer + o] = acc;
@@ -274,6 +294,7 @@ red_sum_cols_kernel(RedArgs a, const T *__restrict__ x)
 {
     using S = typename RNum<T>::S;
     __shared__ S sh[RED_LANES_Y][RED_WARP];
+    const bool prod = a.op == AMPC_RED_PROD;
     const int tx = threadIdx.x % RED_WARP, ty = threadIdx.x / RED_WARP;
     const int64_t ntiles = CEIL_DIV(a.inner, (int64_t)RED_WARP);
     const int64_t s = blockIdx.y;
@@ -283,19 +304,19 @@ red_sum_cols_kernel(RedArgs a, const T *__restrict__ x)
          item += gridDim.x) {
         int64_t o = item / ntiles;
         int64_t j = (item % ntiles) * RED_WARP + tx;
-        S acc = 0;
+        S acc = prod ? 1 : 0;
         if (j < a.inner) {
             const T *p = x + (o * a.r + k0 + ty) * a.inner + j;
             const int64_t step = (int64_t)RED_LANES_Y * a.inner;
             for (int64_t k = k0 + ty; k < k1; k += RED_LANES_Y, p += step) {
-                acc += (S)RNum<T>::load(p);
+                acc = red_join(prod, acc, (S)RNum<T>::load(p));
             }
         }
         sh[ty][tx] = acc;
         __syncthreads();
         if (ty == 0 && j < a.inner) {
             for (int y = 1; y < RED_LANES_Y; y++) {
-                acc += sh[y][tx];
+                acc = red_join(prod, acc, sh[y][tx]);
             }
             int64_t at = o * a.inner + j;
             if (a.nseg > 1) {
@@ -386,6 +407,16 @@ red_serial_kernel(RedArgs a, const T *__restrict__ x)
          at < nout; at += (int64_t)gridDim.x * blockDim.x) {
         int64_t o = at / a.inner, j = at % a.inner;
         const T *col = x + o * a.r * a.inner + j;
+        size_t oes = std::is_same<S, double>::value ? sizeof(T) : 8;
+        if (a.op == AMPC_RED_PROD) {
+            S acc = 1;
+            for (int64_t k = 0; k < a.r; k++) {
+                acc *= (S)RNum<T>::load(col + k * a.inner);
+            }
+            red_store_sum<T>(a.dt, a.op, a.r, acc,
+                             (char *)a.out + at * (int64_t)oes);
+            continue;
+        }
         if (is_sum) {
             /* in order, in float32 for the float dtypes: the CPU's column
              * loop exactly (r <= 16 is within one of its float32 runs) */
@@ -395,7 +426,6 @@ red_serial_kernel(RedArgs a, const T *__restrict__ x)
                 part += RNum<T>::load(col + k * a.inner);
             }
             S acc = (S)part;
-            size_t oes = std::is_same<S, double>::value ? sizeof(T) : 8;
             red_store_sum<T>(a.dt, a.op, a.r, acc,
                              (char *)a.out + at * (int64_t)oes);
             continue;
@@ -422,7 +452,8 @@ red_fold_kernel(RedArgs a, const T *__restrict__ x)
 {
     using S = typename RNum<T>::S;
     using V = typename RNum<T>::V;
-    const bool is_sum = a.op == AMPC_RED_SUM || a.op == AMPC_RED_MEAN;
+    const bool prod = a.op == AMPC_RED_PROD;
+    const bool is_sum = a.op == AMPC_RED_SUM || a.op == AMPC_RED_MEAN || prod;
     const bool is_max = a.op == AMPC_RED_MAX || a.op == AMPC_RED_ARGMAX;
     const int64_t nout = a.outer * a.inner;
     for (int64_t at = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
@@ -430,9 +461,9 @@ red_fold_kernel(RedArgs a, const T *__restrict__ x)
         int64_t o = at / a.inner, j = at % a.inner;
         const T *col = x + o * a.r * a.inner + j;
         if (is_sum) {
-            S acc = 0;
+            S acc = prod ? 1 : 0;
             for (int64_t s = 0; s < a.nseg; s++) {
-                acc += ((const S *)a.part)[s * nout + at];
+                acc = red_join(prod, acc, ((const S *)a.part)[s * nout + at]);
             }
             size_t oes = std::is_same<S, double>::value ? sizeof(T) : 8;
             red_store_sum<T>(a.dt, a.op, a.r, acc,
@@ -485,7 +516,9 @@ static int
 reduce_typed(RedArgs a, const void *x_)
 {
     const T *x = (const T *)x_;
-    const bool is_sum = a.op == AMPC_RED_SUM || a.op == AMPC_RED_MEAN;
+    /* products run in the sum kernels, joining by multiplication */
+    const bool is_sum = a.op == AMPC_RED_SUM || a.op == AMPC_RED_MEAN ||
+                        a.op == AMPC_RED_PROD;
     cudaStream_t stream = ampc_cuda_stream();
     if (a.r <= RED_SERIAL_R) {
         red_serial_kernel<T><<<red_blocks(a.outer * a.inner, RED_THREADS),

@@ -673,13 +673,14 @@ def _mse_loss(node, g):
 def _make_formulas():
     from ..nn import (_activations, _activations_more, _avg_pool,
                       _axis_index, _conv1d, _embedding, _group_norm,
-                      _interpolate, _losses_more, _pad)
+                      _interpolate, _losses_more, _pad, _similarity)
     from ..nn import _losses as L
     from ..nn import _norm as N
     from ..nn import functional as F
     from ..nn.modules._backward_hooks import (BackwardHookFunction,
                                              BackwardHooksFunction)
     from .._tensor_stats import Norm, SafeSqrt, norm_grad, safe_sqrt_grad
+    from .. import _tensor_more
     from ..nn._bce import _BceWithLogits, bce_grads
     from ..nn._conv_transpose import _ConvTranspose2d
     from ..tensor import Matmul
@@ -742,4 +743,6 @@ def _make_formulas():
         **_pad.formulas(),
         **_conv1d.formulas(),
         **_group_norm.formulas(),
+        **_similarity.formulas(),
+        **_tensor_more.formulas(),
     }

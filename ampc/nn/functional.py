@@ -44,6 +44,7 @@ from ._feature_dropout import dropout1d, dropout2d, dropout3d
 from ._norm import batch_norm, layer_norm
 from ._pad import pad
 from ._prelu import prelu
+from ._similarity import cosine_similarity, normalize, pairwise_distance
 
 __all__ = [
     "linear", "conv2d", "relu", "relu_", "max_pool2d", "dropout",
@@ -55,7 +56,8 @@ __all__ = [
     "mish", "logsigmoid",
     "l1_loss", "smooth_l1_loss", "huber_loss", "binary_cross_entropy",
     "kl_div", "dropout1d", "dropout2d", "dropout3d", "prelu",
-    "conv_transpose2d", "conv_transpose1d", "conv1d", "group_norm", "pad", "interpolate",
+    "conv_transpose2d", "conv_transpose1d", "conv1d", "group_norm", "pad",
+    "interpolate", "normalize", "cosine_similarity", "pairwise_distance",
 ]
 
 

@@ -104,6 +104,62 @@ ampc_find_f32(const float *x, int64_t n, float e)
     return 0;
 }
 
+/* Lanes of a product: doubles, so that no partial product of float32
+ * values overflows or underflows before the one rounding at the end. */
+#define AMPC_RED_PROD_LANES 16
+
+/* Product of x[0:n] in double: independent lane products (a vectorisable
+ * element-wise update), then a fixed pairwise tree. */
+static AMPC_ALWAYS_INLINE double
+ampc_prod_lanes_f32(const float *x, int64_t n)
+{
+    double acc[AMPC_RED_PROD_LANES];
+    int64_t i = 0;
+    int l;
+    for (l = 0; l < AMPC_RED_PROD_LANES; l++) {
+        acc[l] = 1.0;
+    }
+    for (; i + AMPC_RED_PROD_LANES <= n; i += AMPC_RED_PROD_LANES) {
+        for (l = 0; l < AMPC_RED_PROD_LANES; l++) {
+            acc[l] *= (double)x[i + l];
+        }
+    }
+    for (l = 0; i < n; i++, l++) {
+        acc[l] *= (double)x[i];
+    }
+    for (int w = AMPC_RED_PROD_LANES / 2; w > 0; w /= 2) {
+        for (l = 0; l < w; l++) {
+            acc[l] *= acc[l + w];
+        }
+    }
+    return acc[0];
+}
+
+/* Wrapping int64 product of x[0:n] (as PyTorch's). */
+static AMPC_ALWAYS_INLINE uint64_t
+ampc_prod_lanes_i64(const int64_t *x, int64_t n)
+{
+    uint64_t acc[AMPC_RED_LANES / 8];
+    int64_t i = 0;
+    int l;
+    for (l = 0; l < AMPC_RED_LANES / 8; l++) {
+        acc[l] = 1;
+    }
+    for (; i + AMPC_RED_LANES / 8 <= n; i += AMPC_RED_LANES / 8) {
+        for (l = 0; l < AMPC_RED_LANES / 8; l++) {
+            acc[l] *= (uint64_t)x[i + l];
+        }
+    }
+    uint64_t s = 1;
+    for (; i < n; i++) {
+        s *= (uint64_t)x[i];
+    }
+    for (l = 0; l < AMPC_RED_LANES / 8; l++) {
+        s *= acc[l];
+    }
+    return s;
+}
+
 static AMPC_ALWAYS_INLINE uint64_t
 ampc_sum_lanes_i64(const int64_t *x, int64_t n)
 {
@@ -177,6 +233,15 @@ ampc_red_is_max(ampc_reduce_op op)
     return op == AMPC_RED_MAX || op == AMPC_RED_ARGMAX;
 }
 
+/* The partial result of nothing: 0 for sums, 1 for products. */
+static inline ampc_red_partial
+ampc_red_start(ampc_reduce_op op)
+{
+    int one = op == AMPC_RED_PROD;
+    ampc_red_partial p = {one ? 1.0 : 0.0, (uint64_t)one, 0};
+    return p;
+}
+
 /* ampc_reduce_parts.run: x[0:n] contiguous -> *p.  Works in blocks of
  * AMPC_RED_BLOCK; for MAX/MIN a block is searched for the position of its
  * extreme only when it beats the best so far, and a NaN ends the search. */
@@ -188,11 +253,10 @@ ampc_reduce_run_loop(const ampc_converters *cv, ampc_reduce_op op,
     size_t es = ampc_dtype_size[dt];
     int is_sum = op == AMPC_RED_SUM || op == AMPC_RED_MEAN;
     int is_max = ampc_red_is_max(op);
+    int is_prod = op == AMPC_RED_PROD;
     int64_t i;
 
-    p->sum = 0.0;
-    p->isum = 0;
-    p->idx = 0;
+    *p = ampc_red_start(op);
     if (!ampc_dtype_is_float(dt)) {
         int64_t buf[AMPC_RED_BLOCK];
         int64_t best = 0;
@@ -202,6 +266,10 @@ ampc_reduce_run_loop(const ampc_converters *cv, ampc_reduce_op op,
                                                    1, m, buf);
             if (is_sum) {
                 p->isum += ampc_sum_lanes_i64(v, m);
+                continue;
+            }
+            if (is_prod) {
+                p->isum *= ampc_prod_lanes_i64(v, m);
                 continue;
             }
             int64_t e = ampc_extreme_lanes_i64(is_max, v, m);
@@ -221,6 +289,10 @@ ampc_reduce_run_loop(const ampc_converters *cv, ampc_reduce_op op,
                                              m, buf, NULL);
         if (is_sum) {
             p->sum += ampc_sum_lanes_f32(v, m);
+            continue;
+        }
+        if (is_prod) {
+            p->sum *= ampc_prod_lanes_f32(v, m);
             continue;
         }
         float e = ampc_extreme_lanes_f32(is_max, v, m);
@@ -249,6 +321,51 @@ ampc_copy_elem(ampc_dtype dt, const void *x, int64_t k, void *out)
     }
 }
 
+/* The product of each of ncols columns of x (r, inner) over r: in double
+ * for the float dtypes (rounded once), wrapping int64 for the others. */
+static AMPC_ALWAYS_INLINE void
+ampc_reduce_cols_prod(const ampc_converters *cv, ampc_dtype dt,
+                      const void *x, int64_t r, int64_t inner,
+                      int64_t ncols, void *out)
+{
+    size_t es = ampc_dtype_size[dt];
+    int64_t k, j;
+    if (!ampc_dtype_is_float(dt)) {
+        int64_t buf[AMPC_RED_TILE];
+        uint64_t acc[AMPC_RED_TILE];
+        for (j = 0; j < ncols; j++) {
+            acc[j] = 1;
+        }
+        for (k = 0; k < r; k++) {
+            const int64_t *v = ampc_load_block_i64(
+                dt, ampc_at(x, k, inner, es), 1, ncols, buf);
+            for (j = 0; j < ncols; j++) {
+                acc[j] *= (uint64_t)v[j];
+            }
+        }
+        for (j = 0; j < ncols; j++) {
+            ((int64_t *)out)[j] = (int64_t)acc[j];
+        }
+        return;
+    }
+    float buf[AMPC_RED_TILE];
+    double acc[AMPC_RED_TILE];
+    uint16_t tmp[AMPC_RED_TILE];
+    for (j = 0; j < ncols; j++) {
+        acc[j] = 1.0;
+    }
+    for (k = 0; k < r; k++) {
+        const float *v = ampc_load_block_f32(
+            cv, dt, ampc_at(x, k, inner, es), 1, ncols, buf, tmp);
+        for (j = 0; j < ncols; j++) {
+            acc[j] *= (double)v[j];
+        }
+    }
+    for (j = 0; j < ncols; j++) {
+        ampc_store_f64(dt, (char *)out + j * es, acc[j]);
+    }
+}
+
 /* ampc_reduce_parts.cols: columns of x (r, inner) reduced over r.  Column
  * sums keep AMPC_RED_LANES rows in float32 before folding into doubles, the
  * same bound as a run's lanes. */
@@ -263,6 +380,10 @@ ampc_reduce_cols_loop(const ampc_converters *cv, ampc_reduce_op op,
     int64_t bidx[AMPC_RED_TILE];
     int64_t k, j;
 
+    if (op == AMPC_RED_PROD) {
+        ampc_reduce_cols_prod(cv, dt, x, r, inner, ncols, out);
+        return;
+    }
     if (!ampc_dtype_is_float(dt)) {
         int64_t buf[AMPC_RED_TILE], best[AMPC_RED_TILE];
         uint64_t acc[AMPC_RED_TILE];

@@ -17,6 +17,7 @@ from .loss import (CrossEntropyLoss, NLLLoss, MSELoss, BCEWithLogitsLoss,
 from .batchnorm import BatchNorm1d, BatchNorm2d
 from .normalization import GroupNorm, LayerNorm
 from .upsampling import Upsample, UpsamplingBilinear2d, UpsamplingNearest2d
+from .distance import CosineSimilarity, PairwiseDistance
 
 __all__ = [
     "Module", "Sequential", "ModuleList", "ModuleDict", "ParameterList",
@@ -32,5 +33,5 @@ __all__ = [
     "L1Loss", "SmoothL1Loss", "HuberLoss", "BCELoss", "KLDivLoss",
     "BatchNorm1d", "BatchNorm2d", "LayerNorm", "_IncompatibleKeys",
     "Conv1d", "GroupNorm", "Upsample", "UpsamplingNearest2d",
-    "UpsamplingBilinear2d",
+    "UpsamplingBilinear2d", "CosineSimilarity", "PairwiseDistance",
 ]

@@ -1,6 +1,6 @@
-/* reduce.c - sum, mean, max, min, argmax and argmin over the middle axis of
- * a contiguous (outer, r, inner) array: the split over threads that every
- * level shares (ampc_reduce_run), and the portable parts it drives.
+/* reduce.c - sum, mean, max, min, argmax, argmin and prod over the middle
+ * axis of a contiguous (outer, r, inner) array: the split over threads that
+ * every level shares (ampc_reduce_run), and the portable parts it drives.
  */
 #include "cpu/reduce_loops.h"
 
@@ -43,6 +43,11 @@ red_fold(ampc_reduce_op op, ampc_dtype dt, const void *x, int64_t base,
         acc->isum += p->isum;
         return;
     }
+    if (op == AMPC_RED_PROD) {
+        acc->sum *= p->sum;
+        acc->isum *= p->isum;
+        return;
+    }
     int64_t cand = base + p->idx;
     if (base == 0 || red_better(ampc_red_is_max(op), dt, x, cand, acc->idx)) {
         acc->idx = cand;
@@ -57,6 +62,7 @@ red_finish(ampc_reduce_op op, ampc_dtype dt, const void *x, int64_t r,
     switch (op) {
     case AMPC_RED_SUM:
     case AMPC_RED_MEAN:
+    case AMPC_RED_PROD:
         if (ampc_dtype_is_float(dt)) {
             double s = acc->sum;
             if (op == AMPC_RED_MEAN) {
@@ -139,7 +145,8 @@ ampc_reduce_run(const ampc_reduce_parts *parts, ampc_reduce_op op,
 {
     size_t es = ampc_dtype_size[dt];
     int int_sum = !ampc_dtype_is_float(dt)
-                  && (op == AMPC_RED_SUM || op == AMPC_RED_MEAN);
+                  && (op == AMPC_RED_SUM || op == AMPC_RED_MEAN
+                      || op == AMPC_RED_PROD);
     size_t oes = int_sum ? sizeof(int64_t) : es;
     int64_t total = outer * r * inner;
     int64_t o;
@@ -150,7 +157,7 @@ ampc_reduce_run(const ampc_reduce_parts *parts, ampc_reduce_op op,
     if (inner == 1 && outer < 8 && r >= 4 * AMPC_RED_CHUNK) {
         for (o = 0; o < outer; o++) {
             const void *row = ampc_at(x, o * r, 1, es);
-            ampc_red_partial acc = {0.0, 0, 0};
+            ampc_red_partial acc = ampc_red_start(op);
             red_row_parallel(parts, op, dt, row, r, &acc);
             red_finish(op, dt, row, r, &acc,
                        out == NULL ? NULL : (char *)out + o * oes,
@@ -162,7 +169,7 @@ ampc_reduce_run(const ampc_reduce_parts *parts, ampc_reduce_op op,
 #pragma omp parallel for schedule(static) if (total >= AMPC_RED_PARALLEL)
         for (o = 0; o < outer; o++) {
             const void *row = ampc_at(x, o * r, 1, es);
-            ampc_red_partial acc = {0.0, 0, 0};
+            ampc_red_partial acc = ampc_red_start(op);
             red_row(parts, op, dt, row, r, &acc);
             red_finish(op, dt, row, r, &acc,
                        out == NULL ? NULL : (char *)out + o * oes,

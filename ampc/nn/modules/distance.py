@@ -1,0 +1,39 @@
+"""Distance layers: ``CosineSimilarity`` and ``PairwiseDistance``.
+
+>>> import ampc
+>>> ampc.nn.PairwiseDistance()(ampc.zeros(1, 2), ampc.ones(1, 2))
+tensor([1.4142])
+"""
+from .. import functional as F
+from .module import Module
+
+__all__ = ["CosineSimilarity", "PairwiseDistance"]
+
+
+class CosineSimilarity(Module):
+    """``F.cosine_similarity(x1, x2, dim, eps)`` as a module."""
+
+    __constants__ = ["dim", "eps"]
+
+    def __init__(self, dim=1, eps=1e-8):
+        super().__init__()
+        self.dim = dim
+        self.eps = eps
+
+    def forward(self, x1, x2):
+        return F.cosine_similarity(x1, x2, self.dim, self.eps)
+
+
+class PairwiseDistance(Module):
+    """``F.pairwise_distance(x1, x2, p, eps, keepdim)`` as a module."""
+
+    __constants__ = ["norm", "eps", "keepdim"]
+
+    def __init__(self, p=2.0, eps=1e-6, keepdim=False):
+        super().__init__()
+        self.norm = p
+        self.eps = eps
+        self.keepdim = keepdim
+
+    def forward(self, x1, x2):
+        return F.pairwise_distance(x1, x2, self.norm, self.eps, self.keepdim)
