@@ -169,3 +169,19 @@ def test_gradient_penalty_example_runs():
     assert [r[0] for r in rows] == ["0", "2"]
     assert all(0 < float(r[1]) < 10 and 0 < float(r[2]) < 1e3
                for r in rows)
+
+
+def test_dcgan_example_runs():
+    """examples/dcgan_amp.py: PyTorch's AMP recipe for two models and two
+    optimizers sharing one GradScaler (ConvTranspose2d generator, Conv2d
+    discriminator) trains a few steps with finite losses."""
+    out = subprocess.run(
+        [sys.executable, os.path.join(EXAMPLES, "dcgan_amp.py"),
+         "--steps", "3", "--batch", "16"],
+        capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert out.returncode == 0, out.stderr
+    rows = re.findall(r"step +(\d+) +loss D ([\d.]+) +loss G ([\d.]+) +"
+                      r"scale (\d+)", out.stdout)
+    assert [r[0] for r in rows] == ["0", "2"]
+    assert all(0 < float(r[1]) < 10 and 0 < float(r[2]) < 20
+               for r in rows)
