@@ -20,6 +20,7 @@ from .modules import (
     SmoothL1Loss, HuberLoss, BCELoss, KLDivLoss, BatchNorm1d,
     BatchNorm2d, LayerNorm,
 )
+from .modules import MultiheadAttention
 from . import functional
 from . import init
 from . import utils
@@ -38,3 +39,4 @@ __all__ = [
     "BatchNorm1d", "BatchNorm2d", "LayerNorm", "functional",
     "init", "utils",
 ]
+__all__ += ["MultiheadAttention"]

@@ -40,6 +40,7 @@ from ._feature_dropout import dropout1d, dropout2d, dropout3d
 from ._norm import batch_norm, layer_norm
 from ._prelu import prelu
 from ._attention import scaled_dot_product_attention
+from ._mha import multi_head_attention_forward
 
 __all__ = [
     "linear", "conv2d", "relu", "relu_", "max_pool2d", "dropout",
@@ -51,7 +52,7 @@ __all__ = [
     "mish", "logsigmoid",
     "l1_loss", "smooth_l1_loss", "huber_loss", "binary_cross_entropy",
     "kl_div", "dropout1d", "dropout2d", "dropout3d", "prelu",
-    "scaled_dot_product_attention",
+    "scaled_dot_product_attention", "multi_head_attention_forward",
 ]
 
 

@@ -16,6 +16,7 @@ from .loss import (CrossEntropyLoss, NLLLoss, MSELoss, BCEWithLogitsLoss,
                    L1Loss, SmoothL1Loss, HuberLoss, BCELoss, KLDivLoss)
 from .batchnorm import BatchNorm1d, BatchNorm2d
 from .normalization import LayerNorm
+from .attention import MultiheadAttention
 
 __all__ = [
     "Module", "Sequential", "ModuleList", "ModuleDict", "ParameterList",
@@ -30,4 +31,5 @@ __all__ = [
     "CrossEntropyLoss", "NLLLoss", "MSELoss", "BCEWithLogitsLoss",
     "L1Loss", "SmoothL1Loss", "HuberLoss", "BCELoss", "KLDivLoss",
     "BatchNorm1d", "BatchNorm2d", "LayerNorm", "_IncompatibleKeys",
+    "MultiheadAttention",
 ]
