@@ -20,7 +20,8 @@ from .modules import (
     SmoothL1Loss, HuberLoss, BCELoss, KLDivLoss, BatchNorm1d,
     BatchNorm2d, LayerNorm,
 )
-from .modules import MultiheadAttention
+from .modules import (MultiheadAttention, TransformerEncoder,
+                      TransformerEncoderLayer)
 from . import functional
 from . import init
 from . import utils
@@ -39,4 +40,5 @@ __all__ = [
     "BatchNorm1d", "BatchNorm2d", "LayerNorm", "functional",
     "init", "utils",
 ]
-__all__ += ["MultiheadAttention"]
+__all__ += ["MultiheadAttention", "TransformerEncoderLayer",
+            "TransformerEncoder"]

@@ -17,6 +17,7 @@ from .loss import (CrossEntropyLoss, NLLLoss, MSELoss, BCEWithLogitsLoss,
 from .batchnorm import BatchNorm1d, BatchNorm2d
 from .normalization import LayerNorm
 from .attention import MultiheadAttention
+from .transformer import TransformerEncoder, TransformerEncoderLayer
 
 __all__ = [
     "Module", "Sequential", "ModuleList", "ModuleDict", "ParameterList",
@@ -31,5 +32,5 @@ __all__ = [
     "CrossEntropyLoss", "NLLLoss", "MSELoss", "BCEWithLogitsLoss",
     "L1Loss", "SmoothL1Loss", "HuberLoss", "BCELoss", "KLDivLoss",
     "BatchNorm1d", "BatchNorm2d", "LayerNorm", "_IncompatibleKeys",
-    "MultiheadAttention",
+    "MultiheadAttention", "TransformerEncoderLayer", "TransformerEncoder",
 ]
