@@ -21,7 +21,8 @@ from .modules import (
     BatchNorm2d, LayerNorm,
 )
 from .modules import (MultiheadAttention, TransformerEncoder,
-                      TransformerEncoderLayer)
+                      TransformerEncoderLayer, TransformerDecoder,
+                      TransformerDecoderLayer, Transformer)
 from . import functional
 from . import init
 from . import utils
@@ -41,4 +42,5 @@ __all__ = [
     "init", "utils",
 ]
 __all__ += ["MultiheadAttention", "TransformerEncoderLayer",
-            "TransformerEncoder"]
+            "TransformerEncoder", "TransformerDecoderLayer",
+            "TransformerDecoder", "Transformer"]

@@ -18,6 +18,8 @@ from .batchnorm import BatchNorm1d, BatchNorm2d
 from .normalization import LayerNorm
 from .attention import MultiheadAttention
 from .transformer import TransformerEncoder, TransformerEncoderLayer
+from .transformer_decoder import (Transformer, TransformerDecoder,
+                                  TransformerDecoderLayer)
 
 __all__ = [
     "Module", "Sequential", "ModuleList", "ModuleDict", "ParameterList",
@@ -33,4 +35,5 @@ __all__ = [
     "L1Loss", "SmoothL1Loss", "HuberLoss", "BCELoss", "KLDivLoss",
     "BatchNorm1d", "BatchNorm2d", "LayerNorm", "_IncompatibleKeys",
     "MultiheadAttention", "TransformerEncoderLayer", "TransformerEncoder",
+    "TransformerDecoderLayer", "TransformerDecoder", "Transformer",
 ]
