@@ -227,7 +227,7 @@ def test_cuda_matches_cpu(rng, dtype, kind):
         m = ampc.tensor(b)
     outs, grads = [], []
     for dev in ("cpu", "cuda"):
-        x = [t.to(dev).requires_grad_() for t in cpu]
+        x = [t.to(dev).detach().requires_grad_() for t in cpu]
         out = SDPA(*x, attn_mask=None if m is None else m.to(dev),
                    is_causal=kind == "causal")
         out.float().sum().backward()

@@ -2,13 +2,17 @@
 with torch's weights loaded through state_dict (dropout 0 for exact
 comparisons): outputs and gradients for post-/pre-norm, relu/gelu/callable
 activations, batch_first, unbatched input, masks and is_causal; the
-deep-copied layers, PyTorch's nested-tensor padding zeros and warnings."""
+deep-copied layers, PyTorch's nested-tensor padding zeros and warnings;
+CUDA against the CPU (skipped without a GPU)."""
+import copy
+
 import numpy as np
 import pytest
 
 import ampc
 import ampc.nn as nn
 import ampc.nn.functional as F
+from cuda_helpers import requires_cuda
 from helpers import to64
 
 torch = pytest.importorskip("torch")
@@ -184,3 +188,27 @@ def test_encoder_trains(rng):
         opt.step()
         losses.append(loss.item())
     assert losses[-1] < 0.8 * losses[0]
+
+
+@requires_cuda
+@pytest.mark.cuda
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_encoder_layer_cuda_matches_cpu(rng, dtype):
+    ampc.manual_seed(0)
+    layer = nn.TransformerEncoderLayer(16, 4, 32, dropout=0.0,
+                                       batch_first=True)
+    gpu = copy.deepcopy(layer).to("cuda")
+    layer, gpu = layer.to(getattr(ampc, dtype)), gpu.to(getattr(ampc, dtype))
+    x = ampc.tensor(rng.standard_normal((2, 7, 16)).astype(np.float32)) \
+        .to(getattr(ampc, dtype))
+    kpm = ampc.tensor(np.arange(7) >= np.array([[7], [5]]))
+    outs = []
+    for m, dev in ((layer, "cpu"), (gpu, "cuda")):
+        xd = x.to(dev).detach().requires_grad_()
+        out = m(xd, src_key_padding_mask=kpm.to(dev))
+        out.float().sum().backward()
+        outs.append((to64(out.cpu()), to64(xd.grad.cpu()),
+                     to64(m.linear1.weight.grad.cpu())))
+    tol = 1e-4 if dtype == "float32" else 5e-2
+    for a, b in zip(*outs):
+        np.testing.assert_allclose(b, a, atol=tol, rtol=tol)
