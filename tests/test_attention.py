@@ -1,7 +1,7 @@
 """F.scaled_dot_product_attention: values against a float64 NumPy
 reference (odd sizes, float32/float16/bfloat16, bool and float masks,
 causal, GQA, scale, all-masked rows), gradients against torch, dropout
-statistics from ampc's generator, PyTorch's errors, and CUDA
+statistics from ampc's generator, autocast, PyTorch's errors, and CUDA
 against the CPU (skipped without a GPU)."""
 import math
 
@@ -14,6 +14,7 @@ from cuda_helpers import requires_cuda
 from helpers import assert_close, from_values, rand_values, to64, to_torch
 
 SDPA = F.scaled_dot_product_attention
+_OP = "scaled_dot_product_attention"
 
 
 def ref_sdpa(q, k, v, mask=None, causal=False, scale=None, gqa=False):
@@ -172,6 +173,21 @@ def test_dropout_statistics_and_seed():
     np.testing.assert_allclose(to64(v.grad)[0], np.repeat(
         to64(out)[0].sum(0)[:, None], S, 1), rtol=1e-5)
     assert not to64(SDPA(q, k, v, dropout_p=1.0)).any()
+
+
+def test_autocast_runs_in_lower_precision(rng):
+    _, (q, k, v) = qkv(rng, "float32", (2,), 5, 6, 8, 4)
+    q.requires_grad_()
+    for dev in ("cpu", "cuda"):
+        assert ampc._C.autocast_policy(_OP, dev) == "lower"
+    for dtype in (ampc.bfloat16, ampc.float16):
+        with ampc.autocast("cpu", dtype=dtype):
+            out = SDPA(q, k, v, attn_mask=ampc.ones(5, 6, dtype=ampc.bool))
+        assert out.dtype is dtype
+        want = SDPA(q.detach().to(dtype), k.to(dtype), v.to(dtype))
+        assert np.array_equal(to64(out), to64(want))
+        out.float().sum().backward()
+        assert q.grad.dtype is ampc.float32
 
 
 def test_errors_name_the_argument():

@@ -205,6 +205,7 @@ EXPECTED_POLICY = {
     "conv2d": ("lower", "lower"), "linear": ("lower", "lower"),
     "matmul": ("lower", "lower"), "mm": ("lower", "lower"),
     "bmm": ("lower", "lower"), "prelu": ("lower", "lower"),
+    "scaled_dot_product_attention": ("lower", "lower"),
     "cross_entropy": ("fp32", "fp32"), "nll_loss": ("fp32", "fp32"),
     "mse_loss": ("fp32", "fp32"),
     "binary_cross_entropy_with_logits": ("fp32", "fp32"),
