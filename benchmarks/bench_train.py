@@ -30,12 +30,16 @@ Sections (each a function of the parsed arguments, run in order by
   (``model.bfloat16()``), beside CPU torch doing the same work in the same
   process.  First checks that ampc's and torch's models with the same
   weights give the same loss on the same batch.
+* ``section_attention``: scaled_dot_product_attention forward + backward
+  at (32, 8, 128, 64) (plain and causal), and one training step of a
+  TransformerEncoderLayer (d_model 256, 8 heads, batch 32 x 128 tokens,
+  SGD), beside torch's with the same weights.
 
 Not a test: run it by hand.
 
     python benchmarks/bench_train.py [--batch 256] [--repeat 5]
         [--sections peak,gemm,conv,grouped,pool,activation,unary,layers,
-                    train_step]
+                    train_step,attention]
         [--cpu-clock]
 
 Every result is checked against torch (or float64 NumPy without torch)
@@ -613,11 +617,71 @@ def section_layers(args):
         print(row, flush=True)
 
 
+def _encoder_step(lib, layer, x, y):
+    opt = lib.optim.SGD(layer.parameters(), lr=0.01, momentum=0.9)
+
+    def step():
+        opt.zero_grad()
+        loss = lib.nn.functional.mse_loss(layer(x), y)
+        loss.backward()
+        opt.step()
+        return loss
+    return step
+
+
+def section_attention(args):
+    """SDPA forward + backward and a TransformerEncoderLayer training step
+    (dropout 0, batch_first), float32, each checked against torch."""
+    print("\nattention, float32: ms")
+    print(f"{'op':<44}{'ampc':>8}{'torch':>8}{'ampc/torch':>12}")
+    rng = np.random.default_rng(0)
+    qkv = [rng.standard_normal((32, 8, 128, 64)).astype(np.float32)
+           for _ in range(3)]
+    libs = [ampc] + ([torch] if torch is not None else [])
+    for causal in (False, True):
+        row = f"{'sdpa fwd+bwd (32, 8, 128, 64)' + (' causal' * causal):<44}"
+        outs, times = [], []
+        for lib in libs:
+            x = [lib.tensor(a, requires_grad=True) for a in qkv]
+
+            def step(lib=lib, x=x):
+                out = lib.nn.functional.scaled_dot_product_attention(
+                    *x, is_causal=causal)
+                out.sum().backward()
+                return out
+            outs.append(step().detach().numpy())
+            times.append(best_time(step, args) * 1e3)
+        if len(outs) == 2:
+            check("sdpa", outs[0], outs[1], "float32")
+        print(row + "".join(f"{t:>8.1f}" for t in times)
+              + (f"{times[0] / times[1]:>12.2f}" if len(times) == 2 else ""))
+    xs = rng.standard_normal((32, 128, 256)).astype(np.float32)
+    ys = rng.standard_normal((32, 128, 256)).astype(np.float32)
+    ampc.manual_seed(0)
+    layers = [lib.nn.TransformerEncoderLayer(256, 8, 1024, dropout=0.0,
+                                             batch_first=True)
+              for lib in libs]
+    if len(libs) == 2:
+        copy_weights(layers[0], layers[1])
+    steps = [_encoder_step(lib, layer, lib.tensor(xs), lib.tensor(ys))
+             for lib, layer in zip(libs, layers)]
+    losses = [s().item() for s in steps]
+    if len(losses) == 2:
+        check("encoder layer loss", np.array(losses[0]), losses[1],
+              "float32")
+    times = [best_time(s, args) * 1e3 for s in steps]
+    print(f"{'TransformerEncoderLayer step (32, 128, 256)':<44}"
+          + "".join(f"{t:>8.1f}" for t in times)
+          + (f"{times[0] / times[1]:>12.2f}" if len(times) == 2 else ""),
+          flush=True)
+
+
 SECTIONS = {"peak": section_peak, "gemm": section_gemm, "conv": section_conv,
             "grouped": section_grouped, "pool": section_pool,
             "activation": section_activation, "unary": section_unary,
             "layers": section_layers,
-            "train_step": section_train_step}
+            "train_step": section_train_step,
+            "attention": section_attention}
 
 
 def main():

@@ -210,6 +210,7 @@ EXPECTED_POLICY = {
     "addmm": ("lower", "lower"),
     "prod": ("fp32", "fp32"), "logsumexp": (None, "fp32"),
     "cosine_similarity": (None, "fp32"),
+    "scaled_dot_product_attention": ("lower", "lower"),
     "cross_entropy": ("fp32", "fp32"), "nll_loss": ("fp32", "fp32"),
     "mse_loss": ("fp32", "fp32"),
     "binary_cross_entropy_with_logits": ("fp32", "fp32"),

@@ -44,6 +44,8 @@ from ._feature_dropout import dropout1d, dropout2d, dropout3d
 from ._norm import batch_norm, layer_norm
 from ._pad import pad
 from ._prelu import prelu
+from ._attention import scaled_dot_product_attention
+from ._mha import multi_head_attention_forward
 from ._similarity import cosine_similarity, normalize, pairwise_distance
 
 __all__ = [
@@ -58,6 +60,7 @@ __all__ = [
     "kl_div", "dropout1d", "dropout2d", "dropout3d", "prelu",
     "conv_transpose2d", "conv_transpose1d", "conv1d", "group_norm", "pad",
     "interpolate", "normalize", "cosine_similarity", "pairwise_distance",
+    "scaled_dot_product_attention", "multi_head_attention_forward",
 ]
 
 

@@ -18,6 +18,11 @@ from .batchnorm import BatchNorm1d, BatchNorm2d
 from .normalization import GroupNorm, LayerNorm
 from .upsampling import Upsample, UpsamplingBilinear2d, UpsamplingNearest2d
 from .distance import CosineSimilarity, PairwiseDistance
+from .normalization import LayerNorm
+from .attention import MultiheadAttention
+from .transformer import TransformerEncoder, TransformerEncoderLayer
+from .transformer_decoder import (Transformer, TransformerDecoder,
+                                  TransformerDecoderLayer)
 
 __all__ = [
     "Module", "Sequential", "ModuleList", "ModuleDict", "ParameterList",
@@ -34,4 +39,6 @@ __all__ = [
     "BatchNorm1d", "BatchNorm2d", "LayerNorm", "_IncompatibleKeys",
     "Conv1d", "GroupNorm", "Upsample", "UpsamplingNearest2d",
     "UpsamplingBilinear2d", "CosineSimilarity", "PairwiseDistance",
+    "MultiheadAttention", "TransformerEncoderLayer", "TransformerEncoder",
+    "TransformerDecoderLayer", "TransformerDecoder", "Transformer",
 ]
