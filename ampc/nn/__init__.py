@@ -20,6 +20,8 @@ from .modules import (
     SmoothL1Loss, HuberLoss, BCELoss, KLDivLoss, BatchNorm1d,
     BatchNorm2d, LayerNorm,
 )
+from .modules import (RNNBase, RNN, LSTM, GRU, RNNCellBase, RNNCell,
+                      LSTMCell, GRUCell)
 from . import functional
 from . import init
 from . import utils
@@ -37,4 +39,6 @@ __all__ = [
     "L1Loss", "SmoothL1Loss", "HuberLoss", "BCELoss", "KLDivLoss",
     "BatchNorm1d", "BatchNorm2d", "LayerNorm", "functional",
     "init", "utils",
+    "RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell",
+    "GRUCell",
 ]

@@ -16,6 +16,8 @@ from .loss import (CrossEntropyLoss, NLLLoss, MSELoss, BCEWithLogitsLoss,
                    L1Loss, SmoothL1Loss, HuberLoss, BCELoss, KLDivLoss)
 from .batchnorm import BatchNorm1d, BatchNorm2d
 from .normalization import LayerNorm
+from .rnn import (RNNBase, RNN, LSTM, GRU, RNNCellBase, RNNCell, LSTMCell,
+                  GRUCell)
 
 __all__ = [
     "Module", "Sequential", "ModuleList", "ModuleDict", "ParameterList",
@@ -30,4 +32,6 @@ __all__ = [
     "CrossEntropyLoss", "NLLLoss", "MSELoss", "BCEWithLogitsLoss",
     "L1Loss", "SmoothL1Loss", "HuberLoss", "BCELoss", "KLDivLoss",
     "BatchNorm1d", "BatchNorm2d", "LayerNorm", "_IncompatibleKeys",
+    "RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell",
+    "GRUCell",
 ]
