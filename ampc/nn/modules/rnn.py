@@ -247,12 +247,6 @@ class RNN(RNNBase):
                          dtype=dtype)
         self.nonlinearity = nonlinearity
 
-    def extra_repr(self):
-        s = super().extra_repr()
-        if self.nonlinearity != "tanh":
-            s += f", nonlinearity={self.nonlinearity}"
-        return s
-
 
 class LSTM(RNNBase):
     """LSTM (gates i, f, g, o); ``proj_size`` > 0 projects each h_t by
