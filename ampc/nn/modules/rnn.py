@@ -16,6 +16,7 @@ import warnings
 
 from ... import _C
 from ..._creation import empty, zeros
+from ...autograd import _mode
 from .. import init
 from .._rnn import cell, recurrent
 from ..parameter import Parameter
@@ -200,7 +201,6 @@ class RNNBase(Module):
         weights = self._layer_weights()
         mode = self.mode.lower()
         if _C.autocast_active():
-            from ...autograd import _mode
             flat = [w for ws in weights for w in ws if w is not None]
             input, h0, c0, flat = _C.autocast_cast_args(
                 mode, (input, h0, c0, flat), _mode.enabled)
