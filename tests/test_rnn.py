@@ -474,7 +474,27 @@ def test_cpu_autocast_lstm_equals_the_bfloat16_model():
     control.bfloat16()
     want = control(x.detach().bfloat16())[0]
     assert np.array_equal(out.detach().float().numpy(),
-                          want.float().numpy())
+                          want.detach().float().numpy())
+
+
+@needs_torch
+@needs_policy
+@pytest.mark.parametrize("name", ["LSTM", "GRU", "RNN", "LSTMCell",
+                                  "GRUCell", "RNNCell"])
+def test_cpu_autocast_is_close_to_torchs(name):
+    tm, am = getattr(torch.nn, name)(4, 8), getattr(nn, name)(4, 8)
+    _copy_from_torch(tm, am)
+    x = np.random.default_rng(0).standard_normal((6, 3, 4)).astype(
+        np.float32)
+    x = x[0] if "Cell" in name else x
+    with torch.autocast("cpu"):
+        want = _flat(tm(torch.tensor(x)))
+    with ampc.autocast("cpu"):
+        got = _flat(am(ampc.tensor(x)))
+    for a, t in zip(got, want):
+        assert str(a.dtype)[5:] == str(t.dtype)[6:]
+        np.testing.assert_allclose(a.detach().float().numpy(),
+                                   t.detach().float().numpy(), atol=2e-2)
 
 
 # ----------------------------------------------------------------------------
