@@ -20,6 +20,7 @@ from ...autograd import _mode
 from .. import init
 from .._rnn import cell, recurrent
 from ..parameter import Parameter
+from ..utils.rnn import PackedSequence
 from .module import Module
 
 __all__ = ["RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell",
@@ -132,13 +133,16 @@ class RNNBase(Module):
                         get.get("weight_hr")))
         return out
 
-    def _check_input(self, input):
+    def _check_input(self, input, packed):
         name = type(self).__name__
         if not isinstance(input, _C.TensorBase):
             raise TypeError(
                 f"{name}.forward(): expected a Tensor input, but got "
                 f"{type(input).__name__}")
-        if input.ndim not in (2, 3):
+        if packed and input.ndim != 2:
+            raise RuntimeError(
+                f"input must have 2 dimensions, got {input.ndim}")
+        if not packed and input.ndim not in (2, 3):
             raise ValueError(
                 f"{name}: Expected input to be 2D or 3D, got {input.ndim}D "
                 "instead")
@@ -191,30 +195,50 @@ class RNNBase(Module):
         return hs
 
     def forward(self, input, hx=None):
-        self._check_input(input)
-        unbatched = input.ndim == 2
-        if unbatched:
-            input = input.unsqueeze(1)
-        elif self.batch_first:
-            input = input.transpose(0, 1)
-        h0, c0 = self._hidden(input, hx, input.shape[1], unbatched)
+        packed = isinstance(input, PackedSequence)
+        if packed:
+            self._check_input(input.data, packed)
+            sizes = tuple(input.batch_sizes.tolist())
+            order, x = input.sorted_indices, input.data
+            batch, unbatched = sizes[0], False
+        else:
+            self._check_input(input, packed)
+            unbatched = input.ndim == 2
+            x = input.unsqueeze(1) if unbatched else (
+                input.transpose(0, 1) if self.batch_first else input)
+            steps, batch = x.shape[0], x.shape[1]
+            sizes, order = (batch,) * steps, None
+            x = x.reshape((steps * batch, x.shape[2]))
+        h0, c0 = self._hidden(x, hx, batch, unbatched)
+        if order is not None and hx is not None:
+            h0 = h0.index_select(1, order)
+            c0 = None if c0 is None else c0.index_select(1, order)
         weights = self._layer_weights()
         mode = self.mode.lower()
         if _C.autocast_active():
             flat = [w for ws in weights for w in ws if w is not None]
-            input, h0, c0, flat = _C.autocast_cast_args(
-                mode, (input, h0, c0, flat), _mode.enabled)
+            x, h0, c0, flat = _C.autocast_cast_args(
+                mode, (x, h0, c0, flat), _mode.enabled)
             it = iter(flat)
             weights = [tuple(None if w is None else next(it) for w in ws)
                        for ws in weights]
-        out, hn, cn = recurrent(mode, input, h0, c0, weights,
+        out, hn, cn = recurrent(mode, x, sizes, h0, c0, weights,
                                 self.num_layers, self.bidirectional,
                                 self.dropout, self.training)
-        if unbatched:
-            out, hn = out.squeeze(1), hn.squeeze(1)
-            cn = None if cn is None else cn.squeeze(1)
-        elif self.batch_first:
-            out = out.transpose(0, 1)
+        if packed:
+            out = PackedSequence(out, input.batch_sizes, order,
+                                 input.unsorted_indices)
+            if order is not None:
+                hn = hn.index_select(1, input.unsorted_indices)
+                cn = None if cn is None else \
+                    cn.index_select(1, input.unsorted_indices)
+        else:
+            out = out.reshape((len(sizes), batch, out.shape[1]))
+            if unbatched:
+                out, hn = out.squeeze(1), hn.squeeze(1)
+                cn = None if cn is None else cn.squeeze(1)
+            elif self.batch_first:
+                out = out.transpose(0, 1)
         return (out, (hn, cn)) if cn is not None else (out, hn)
 
     def extra_repr(self):
