@@ -567,3 +567,13 @@ def test_cuda_autocast_runs_lstm_and_cells_in_float16():
             assert out.dtype == ampc.float16
         assert nn.LSTMCell(4, 6).cuda()(x[0])[0].dtype == ampc.float16
         assert nn.GRUCell(4, 6).cuda()(x[0]).dtype == ampc.float16
+
+
+@pytest.mark.parametrize("module", ["ampc.nn.modules.rnn",
+                                    "ampc.nn.utils.rnn"])
+def test_docstring_examples(module):
+    import doctest
+    import importlib
+    result = doctest.testmod(importlib.import_module(module),
+                             optionflags=doctest.ELLIPSIS)
+    assert result.attempted > 0 and result.failed == 0
