@@ -422,12 +422,51 @@ def test_dtype_mismatch_is_torchs_error():
             lambda: m(ampc.randn(5, 3, 4)))
 
 
-def test_create_graph_through_an_rnn_is_refused():
-    m = nn.GRU(3, 4)
-    x = ampc.randn(2, 1, 3, requires_grad=True)
-    with pytest.raises(NotImplementedError, match="RecurrentBackward0"):
-        g, = ampc.autograd.grad(m(x)[0].sum(), x, create_graph=True)
-        g.sum().backward()
+@pytest.mark.parametrize("name,kw", [
+    ("LSTM", {"proj_size": 2, "bidirectional": True}),
+    ("GRU", {"num_layers": 2}), ("RNN", {"nonlinearity": "relu"})])
+def test_create_graph_gives_the_plain_gradient(name, kw):
+    m = getattr(nn, name)(3, 4, **kw)
+    x = ampc.randn(5, 2, 3, requires_grad=True)
+    out = m(x)[0]
+    plain, = ampc.autograd.grad((out * out).sum(), x, retain_graph=True)
+    graph, = ampc.autograd.grad((out * out).sum(), x, create_graph=True)
+    assert graph.grad_fn is not None
+    np.testing.assert_allclose(graph.detach().numpy(), plain.numpy(),
+                               rtol=1e-5, atol=1e-6)
+
+
+@needs_torch
+@pytest.mark.parametrize("name,kw,packed", [
+    ("LSTM", {"proj_size": 2, "bidirectional": True}, False),
+    ("GRU", {"num_layers": 2}, False),
+    ("RNN", {"nonlinearity": "relu"}, False),
+    ("RNN", {}, True), ("LSTM", {}, True)])
+def test_second_derivatives_match_torch(name, kw, packed):
+    """d/dW_hh of |d(sum out^2)/dx|^2, torch in float64."""
+    from ampc.nn.utils.rnn import pack_padded_sequence as apack
+    from torch.nn.utils.rnn import pack_padded_sequence as tpack
+    torch.manual_seed(0)
+    tm = getattr(torch.nn, name)(3, 4, **kw).double()
+    am = getattr(nn, name)(3, 4, **kw)
+    am.load_state_dict({k: ampc.tensor(v.float().numpy())
+                        for k, v in tm.state_dict().items()})
+    x = np.random.default_rng(0).standard_normal((5, 2, 3)).astype(
+        np.float32)
+    tx = torch.tensor(x, dtype=torch.float64, requires_grad=True)
+    ax = ampc.tensor(x, requires_grad=True)
+    tout = tm(tpack(tx, [5, 3]) if packed else tx)[0]
+    aout = am(apack(ax, [5, 3]) if packed else ax)[0]
+    if packed:
+        tout, aout = tout.data, aout.data
+    tg, = torch.autograd.grad((tout ** 2).sum(), tx, create_graph=True)
+    ag, = ampc.autograd.grad((aout * aout).sum(), ax, create_graph=True)
+    np.testing.assert_allclose(ag.detach().numpy(), tg.detach().numpy(),
+                               atol=1e-4)
+    want = torch.autograd.grad((tg ** 2).sum(), tm.weight_hh_l0)[0].numpy()
+    got = ampc.autograd.grad((ag * ag).sum(), am.weight_hh_l0)[0].numpy()
+    np.testing.assert_allclose(got, want, rtol=1e-3,
+                               atol=1e-3 * np.abs(want).max())
 
 
 # ----------------------------------------------------------------------------

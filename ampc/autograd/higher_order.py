@@ -641,6 +641,7 @@ def _mse_loss(node, g):
 def _make_formulas():
     from ..nn import (_activations, _activations_more, _avg_pool,
                       _embedding, _losses_more)
+    from ..nn import _rnn
     from ..nn import _losses as L
     from ..nn import _norm as N
     from ..nn import functional as F
@@ -698,6 +699,7 @@ def _make_formulas():
         **_activations.formulas(),
         **_activations_more.formulas(),
         **_embedding.formulas(),
+        **_rnn.formulas(),
         **_scatter.formulas(),
         **_losses_more.formulas(),
     }

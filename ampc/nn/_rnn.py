@@ -9,33 +9,94 @@ with one GEMM per step for the hidden state's gradient, then forms W_hh's
 (and LSTM's W_hr's) gradients with one GEMM over all steps.  A cell is the
 same node with one step.
 
-Second derivatives (``create_graph=True``) through these nodes are not
-supported: autograd raises NotImplementedError naming the node.
+Second derivatives (``create_graph=True``) go through: the node's graph
+backward runs the same steps again with differentiable ops.
 """
 from .. import _C
 from ..autograd import Function, _mode
-from ._rnn_math import CELLS
+from .._creation import zeros_like
+from ._rnn_math import CELLS, GRAPH, RAW
 
 
-def _acc(a, b):
-    return b if a is None else (a if b is None else _C.binary("add", a, b))
-
-
-def _as(t, dtype):
-    return t if t is None or t.dtype is dtype else _C.cast(t, dtype)
+def _acc(o, a, b):
+    return b if a is None else (a if b is None else o.add(a, b))
 
 
 def _rows(t, n):
     """The first n rows of t (t itself when it has n)."""
-    return t if t.shape[0] == n else t[:n]
+    return t if t is None or t.shape[0] == n else t[:n]
 
 
-def _merge(head, full):
+def _merge(o, head, full):
     """head over the first rows of full: the state after a step that only
     some (the first) sequences of the batch take."""
     if head is None or head.shape[0] == full.shape[0]:
         return head
-    return _C.cat([head, _as(full[head.shape[0]:], head.dtype)], 0)
+    return o.cat([head, o.cast(full[head.shape[0]:], head.dtype)])
+
+
+class _Steps:
+    """What the steps of one layer and direction keep for backward."""
+
+    def __init__(self, mode, reverse, batch_sizes):
+        self.mode, self.batch_sizes = mode, batch_sizes
+        self.starts = [0]
+        for b in batch_sizes:
+            self.starts.append(self.starts[-1] + b)
+        order = range(len(batch_sizes))
+        self.steps = order[::-1] if reverse else order
+        self.saved, self.prev, self.raw = {}, {}, {}
+
+
+def _run(o, gx, h0, c0, w_hh, b_hh, w_hr, rec):
+    """The steps forward: (output (S, H_out), h_n, c_n)."""
+    step, dtype, starts = CELLS[rec.mode][0], w_hh.dtype, rec.starts
+    gx = o.cast(gx, dtype)
+    h, c, hs = h0, c0, {}
+    for t in rec.steps:
+        b = rec.batch_sizes[t]
+        h_in = rec.prev[t] = _rows(h, b)
+        h2, c2, rec.saved[t] = step(o, gx[starts[t]:starts[t + 1]],
+                                    o.linear(h_in, w_hh, b_hh), h_in,
+                                    _rows(c, b))
+        h2 = o.cast(h2, dtype)
+        if w_hr is not None:
+            rec.raw[t] = h2
+            h2 = o.matmul(h2, w_hr.t())
+        hs[t] = h2
+        h, c = _merge(o, h2, h), _merge(o, o.cast(c2, dtype), c)
+    return o.cat([hs[t] for t in range(len(hs))]), h, c
+
+
+def _run_back(o, rec, dout, dh, dc, w_hh, b_hh, w_hr, needs):
+    """The steps backward: the gradients of gx, h0, c0, w_hh, b_hh and
+    w_hr (in w_hh's dtype)."""
+    back, dtype, starts = CELLS[rec.mode][1], w_hh.dtype, rec.starts
+    dgx, dgh, dhs = {}, {}, {}
+    for t in reversed(rec.steps):
+        b = rec.batch_sizes[t]
+        dh_t = _acc(o, dout[starts[t]:starts[t + 1]], _rows(dh, b))
+        if w_hr is not None:
+            dhs[t] = dh_t
+            dh_t = o.matmul(o.cast(dh_t, dtype), w_hr)
+        gx_t, gh_t, dc_t, direct = back(o, dh_t, _rows(dc, b),
+                                        rec.saved[t])
+        dgx[t], dgh[t] = o.cast(gx_t, dtype), o.cast(gh_t, dtype)
+        dh = _merge(o, _acc(o, o.matmul(dgh[t], w_hh), direct), dh)
+        dc = _merge(o, dc_t, dc)
+    order = range(len(dgx))
+    g_whh = g_bhh = g_whr = None
+    if needs[3] or needs[4]:
+        g_whh, g_bhh = o.weight_grads(
+            o.cat([dgh[t] for t in order]),
+            o.cat([rec.prev[t] for t in order]), w_hh, needs[3],
+            needs[4] and b_hh is not None)
+    if w_hr is not None and needs[5]:
+        g_whr = o.weight_grads(
+            o.cast(o.cat([dhs[t] for t in order]), dtype),
+            o.cat([rec.raw[t] for t in order]), w_hr, True, False)[0]
+    return (o.cat([dgx[t] for t in order]), o.cast(dh, dtype),
+            o.cast(dc, dtype), g_whh, g_bhh, g_whr)
 
 
 class _Recurrent(Function):
@@ -53,75 +114,38 @@ class _Recurrent(Function):
     @staticmethod
     def forward(ctx, gx, h0, c0, w_hh, b_hh, w_hr, mode, reverse,
                 batch_sizes):
-        step = CELLS[mode][0]
-        dtype = w_hh.dtype
-        ctx.gx_dtype = gx.dtype
-        gx = _as(gx, dtype)
-        starts = [0]
-        for b in batch_sizes:
-            starts.append(starts[-1] + b)
-        steps = range(len(batch_sizes))
-        steps = steps[::-1] if reverse else steps
-        h, c = h0, c0
-        hs, prev, saved, raw = {}, {}, {}, {}
-        for t in steps:
-            b = batch_sizes[t]
-            h_in = prev[t] = _rows(h, b)
-            h2, c2, saved[t] = step(
-                gx[starts[t]:starts[t + 1]],
-                _C.linear(h_in, w_hh, b_hh, False), h_in,
-                None if c is None else _rows(c, b))
-            h2 = _as(h2, dtype)
-            if w_hr is not None:
-                raw[t] = h2
-                h2 = _C.matmul(h2, w_hr.t())
-            hs[t] = h2
-            h, c = _merge(h2, h), _merge(_as(c2, dtype), c)
-        order = range(len(batch_sizes))
-        ctx.mode, ctx.steps, ctx.starts = mode, steps, starts
-        ctx.batch_sizes = batch_sizes
-        ctx.saved, ctx.prev = saved, prev
-        ctx.raw = [raw[t] for t in order] if w_hr is not None else None
-        ctx.has_c0 = c0 is not None
-        ctx.save_for_backward(w_hh, b_hh, w_hr)
-        out = _C.cat([hs[t] for t in order], 0)
+        ctx.rec = _Steps(mode, reverse, batch_sizes)
+        ctx.args = (mode, reverse, batch_sizes)
+        ctx.save_for_backward(gx, h0, c0, w_hh, b_hh, w_hr)
+        out, h, c = _run(RAW, gx, h0, c0, w_hh, b_hh, w_hr, ctx.rec)
         return (out, h, c) if mode == "lstm" else (out, h)
 
     @staticmethod
     def backward(ctx, dout, dh_n, dc_n=None):
-        w_hh, b_hh, w_hr = ctx.saved_tensors
-        back = CELLS[ctx.mode][1]
-        dtype = w_hh.dtype
-        starts = ctx.starts
-        dgx, dgh, dhs = {}, {}, {}
-        dh, dc = dh_n, dc_n
-        for t in reversed(ctx.steps):
-            b = ctx.batch_sizes[t]
-            dh_t = _acc(dout[starts[t]:starts[t + 1]], _rows(dh, b))
-            if w_hr is not None:
-                dhs[t] = dh_t
-                dh_t = _C.matmul(_as(dh_t, dtype), w_hr)
-            gx_t, gh_t, dc_t, direct = back(
-                dh_t, None if dc is None else _rows(dc, b), ctx.saved[t])
-            dgx[t], dgh[t] = _as(gx_t, dtype), _as(gh_t, dtype)
-            dh = _merge(_acc(_C.matmul(dgh[t], w_hh), direct), dh)
-            dc = _merge(dc_t, dc)
-        order = range(len(dgx))
-        needs = ctx.needs_input_grad
-        g_whh = g_bhh = g_whr = None
-        if needs[3] or needs[4]:
-            _, g_whh, g_bhh = _C.linear_backward(
-                _C.cat([dgh[t] for t in order], 0),
-                _C.cat([ctx.prev[t] for t in order], 0), w_hh,
-                (False, needs[3], needs[4] and b_hh is not None))
-        if w_hr is not None and needs[5]:
-            _, g_whr, _ = _C.linear_backward(
-                _as(_C.cat([dhs[t] for t in order], 0), dtype),
-                _C.cat(ctx.raw, 0), w_hr, (False, True, False))
-        g_gx = _as(_C.cat([dgx[t] for t in order], 0), ctx.gx_dtype)
-        dc = _as(dc, dtype) if ctx.has_c0 else None
-        return (g_gx, _as(dh, dtype), dc, g_whh, g_bhh, g_whr, None, None,
-                None)
+        gx, h0, c0, w_hh, b_hh, w_hr = ctx.saved_tensors
+        grads = _run_back(RAW, ctx.rec, dout, dh_n, dc_n, w_hh, b_hh, w_hr,
+                          ctx.needs_input_grad)
+        return (RAW.cast(grads[0], gx.dtype),) + grads[1:] + (None,) * 3
+
+
+def _graph_grads(node, *grads):
+    """_Recurrent's input gradients as a graph (create_graph=True): the
+    steps run again with differentiable ops from the saved inputs, then
+    the same backward math on them."""
+    gx, h0, c0, w_hh, b_hh, w_hr = node.saved_tensors
+    rec = _Steps(*node.args)
+    outs = _run(GRAPH, gx, h0, c0, w_hh, b_hh, w_hr, rec)
+    dout, dh, dc = (g if g is not None or o is None else zeros_like(o)
+                    for g, o in zip(grads + (None,) * 3, outs))
+    res = _run_back(GRAPH, rec, dout, dh, dc, w_hh, b_hh, w_hr,
+                    node.needs_input_grad)
+    return (GRAPH.cast(res[0], gx.dtype),) + res[1:] + (None,) * 3
+
+
+def formulas():
+    """The differentiable backward of the recurrent node, for
+    ``backward(create_graph=True)`` (autograd/higher_order.py)."""
+    return {_Recurrent: _graph_grads}
 
 
 def _layer(mode, x, h0, c0, weights, reverse, batch_sizes):
