@@ -24,6 +24,8 @@ Sections (each a function of the parsed arguments, run in order by
 * ``section_layers``: group_norm, interpolate (nearest and bilinear x2),
   a reflect pad and conv1d forward + backward at (batch, 64, 16, 16)
   (conv1d: (batch / 4, 64, 256)), beside torch's.
+* ``section_rnn``: LSTM, GRU and RNN (256 -> 256, 2 layers) forward +
+  backward on (T=50, N=32), beside torch's.
 * ``section_train_step``: one full training step of the lab's SimpleCNN
   (forward, cross-entropy, backward, SGD with momentum) at the lab's batch
   of 256 32x32 images, in float32, float16 (``model.half()``) and bfloat16
@@ -39,7 +41,7 @@ Not a test: run it by hand.
 
     python benchmarks/bench_train.py [--batch 256] [--repeat 5]
         [--sections peak,gemm,conv,grouped,pool,activation,unary,layers,
-                    train_step,attention]
+                    rnn,train_step,attention]
         [--cpu-clock]
 
 Every result is checked against torch (or float64 NumPy without torch)
@@ -617,6 +619,38 @@ def section_layers(args):
         print(row, flush=True)
 
 
+def section_rnn(args):
+    """The recurrent layers (256 -> 256, 2 layers) forward + backward on
+    (T=50, N=32, 256) float32, with torch's weights, each validated against
+    torch first."""
+    shape = (50, 32, 256)
+    print(f"\nrecurrent layers 256->256 x2 on {shape} float32: forward + "
+          "backward, ms")
+    print(f"{'op':<34}{'ampc':>8}{'torch':>8}{'ampc/torch':>12}")
+    xs = np.random.default_rng(0).standard_normal(shape).astype(np.float32)
+    for name in ("LSTM", "GRU", "RNN"):
+        model = getattr(nn, name)(256, 256, 2)
+        x = ampc.tensor(xs, requires_grad=True)
+        if torch is not None:
+            tmodel = getattr(torch.nn, name)(256, 256, 2)
+            model.load_state_dict({k: ampc.tensor(v.numpy()) for k, v in
+                                   tmodel.state_dict().items()})
+            tx = torch.from_numpy(xs).requires_grad_()
+            check(name, model(x)[0].detach().numpy(),
+                  tmodel(tx)[0].detach().numpy(), "float32")
+
+        def step(x=x, model=model):
+            model(x)[0].sum().backward()
+        ms = best_time(step, args) * 1e3
+        row = f"{name:<34}{ms:>8.2f}"
+        if torch is not None:
+            def tstep(tx=tx, tmodel=tmodel):
+                tmodel(tx)[0].sum().backward()
+            tms = best_time(tstep, args) * 1e3
+            row += f"{tms:>8.2f}{ms / tms:>12.2f}"
+        print(row, flush=True)
+
+
 def _encoder_step(lib, layer, x, y):
     opt = lib.optim.SGD(layer.parameters(), lr=0.01, momentum=0.9)
 
@@ -679,7 +713,7 @@ def section_attention(args):
 SECTIONS = {"peak": section_peak, "gemm": section_gemm, "conv": section_conv,
             "grouped": section_grouped, "pool": section_pool,
             "activation": section_activation, "unary": section_unary,
-            "layers": section_layers,
+            "layers": section_layers, "rnn": section_rnn,
             "train_step": section_train_step,
             "attention": section_attention}
 

@@ -674,6 +674,7 @@ def _make_formulas():
     from ..nn import (_activations, _activations_more, _avg_pool,
                       _axis_index, _conv1d, _embedding, _group_norm,
                       _interpolate, _losses_more, _pad, _similarity)
+    from ..nn import _rnn
     from ..nn import _losses as L
     from ..nn import _norm as N
     from ..nn import functional as F
@@ -735,6 +736,7 @@ def _make_formulas():
         **_activations.formulas(),
         **_activations_more.formulas(),
         **_embedding.formulas(),
+        **_rnn.formulas(),
         **_scatter.formulas(),
         **_sort_scan.formulas(),
         **_losses_more.formulas(),

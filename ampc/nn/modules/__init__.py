@@ -23,6 +23,8 @@ from .attention import MultiheadAttention
 from .transformer import TransformerEncoder, TransformerEncoderLayer
 from .transformer_decoder import (Transformer, TransformerDecoder,
                                   TransformerDecoderLayer)
+from .rnn import (RNNBase, RNN, LSTM, GRU, RNNCellBase, RNNCell, LSTMCell,
+                  GRUCell)
 
 __all__ = [
     "Module", "Sequential", "ModuleList", "ModuleDict", "ParameterList",
@@ -41,4 +43,6 @@ __all__ = [
     "UpsamplingBilinear2d", "CosineSimilarity", "PairwiseDistance",
     "MultiheadAttention", "TransformerEncoderLayer", "TransformerEncoder",
     "TransformerDecoderLayer", "TransformerDecoder", "Transformer",
+    "RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell",
+    "GRUCell",
 ]
