@@ -21,6 +21,17 @@ from .module import Module
 __all__ = ["Conv1d", "Conv2d", "ConvTranspose1d", "ConvTranspose2d"]
 
 
+def _add_parameters(conv, channels, out_channels, bias, device, dtype):
+    """The convolution's (uninitialised) ``weight`` of shape channels +
+    its kernel_size and ``bias`` (out_channels) or a None bias."""
+    conv.weight = Parameter(empty(*channels, *conv.kernel_size,
+                                  device=device, dtype=dtype))
+    if bias:
+        conv.bias = Parameter(empty(out_channels, device=device, dtype=dtype))
+    else:
+        conv.register_parameter("bias", None)
+
+
 class Conv2d(Module):
     """2-D convolution (cross-correlation) with ``out_channels`` filters of
     ``kernel_size`` over ``in_channels``; ``stride``, ``padding`` (ints,
@@ -80,14 +91,8 @@ class Conv2d(Module):
             self.padding = F._pair("Conv2d", "padding", padding)
         self.groups = groups
         self.padding_mode = padding_mode
-        self.weight = Parameter(empty(out_channels, in_channels // groups,
-                                      *self.kernel_size, device=device,
-                                      dtype=dtype))
-        if bias:
-            self.bias = Parameter(empty(out_channels, device=device,
-                                        dtype=dtype))
-        else:
-            self.register_parameter("bias", None)
+        _add_parameters(self, (out_channels, in_channels // groups),
+                        out_channels, bias, device, dtype)
         # resolve 'same'/'valid' once (and check 'same' can be symmetric)
         self._pad = F._conv_padding("Conv2d", self.padding, self.weight,
                                     self.stride, self.dilation)
@@ -168,14 +173,8 @@ class _ConvTransposeNd(Module):
         self.dilation = self._tuple("dilation", dilation)
         self.groups = groups
         self.padding_mode = padding_mode
-        self.weight = Parameter(empty(in_channels, out_channels // groups,
-                                      *self.kernel_size, device=device,
-                                      dtype=dtype))
-        if bias:
-            self.bias = Parameter(empty(out_channels, device=device,
-                                        dtype=dtype))
-        else:
-            self.register_parameter("bias", None)
+        _add_parameters(self, (in_channels, out_channels // groups),
+                        out_channels, bias, device, dtype)
         self.reset_parameters()
 
     reset_parameters = Conv2d.reset_parameters
@@ -297,14 +296,8 @@ class Conv1d(Module):
                         else (self._sides[0],))
         self.groups = groups
         self.padding_mode = padding_mode
-        self.weight = Parameter(empty(out_channels, in_channels // groups,
-                                      *self.kernel_size, device=device,
-                                      dtype=dtype))
-        if bias:
-            self.bias = Parameter(empty(out_channels, device=device,
-                                        dtype=dtype))
-        else:
-            self.register_parameter("bias", None)
+        _add_parameters(self, (out_channels, in_channels // groups),
+                        out_channels, bias, device, dtype)
         self.reset_parameters()
 
     reset_parameters = Conv2d.reset_parameters

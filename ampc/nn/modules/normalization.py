@@ -20,6 +20,25 @@ from .module import Module
 __all__ = ["GroupNorm", "LayerNorm"]
 
 
+def _affine_parameters(norm, shape, affine, bias, device, dtype):
+    """``weight`` and ``bias`` of ``shape`` (None when not ``affine``, the
+    bias also without ``bias``), then set to 1 and 0."""
+    weight = Parameter(empty(*shape, device=device, dtype=dtype)) \
+        if affine else None
+    norm.register_parameter("weight", weight)
+    bias = Parameter(empty(*shape, device=device, dtype=dtype)) \
+        if affine and bias else None
+    norm.register_parameter("bias", bias)
+    norm.reset_parameters()
+
+
+def _reset_affine(norm):
+    if norm.weight is not None:
+        init.ones_(norm.weight)
+    if norm.bias is not None:
+        init.zeros_(norm.bias)
+
+
 class LayerNorm(Module):
     """y = (x - mean) / sqrt(var + eps) * weight + bias over the last
     ``len(normalized_shape)`` dims of x; ``weight`` (ones) and ``bias``
@@ -39,25 +58,12 @@ class LayerNorm(Module):
         self.normalized_shape = tuple(normalized_shape)
         self.eps = eps
         self.elementwise_affine = elementwise_affine
-        if elementwise_affine:
-            self.weight = Parameter(empty(*self.normalized_shape,
-                                          device=device, dtype=dtype))
-            if bias:
-                self.bias = Parameter(empty(*self.normalized_shape,
-                                            device=device, dtype=dtype))
-            else:
-                self.register_parameter("bias", None)
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
-        self.reset_parameters()
+        _affine_parameters(self, self.normalized_shape, elementwise_affine,
+                           bias, device, dtype)
 
     def reset_parameters(self):
         """Weight 1 and bias 0 (as PyTorch)."""
-        if self.elementwise_affine:
-            init.ones_(self.weight)
-            if self.bias is not None:
-                init.zeros_(self.bias)
+        _reset_affine(self)
 
     def forward(self, input):
         if not isinstance(input, _C.TensorBase):
@@ -101,25 +107,12 @@ class GroupNorm(Module):
         self.num_channels = num_channels
         self.eps = eps
         self.affine = affine
-        if affine:
-            self.weight = Parameter(empty(num_channels, device=device,
-                                          dtype=dtype))
-            if bias:
-                self.bias = Parameter(empty(num_channels, device=device,
-                                            dtype=dtype))
-            else:
-                self.register_parameter("bias", None)
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
-        self.reset_parameters()
+        _affine_parameters(self, (num_channels,), affine, bias, device,
+                           dtype)
 
     def reset_parameters(self):
         """Weight 1 and bias 0 (as PyTorch)."""
-        if self.affine:
-            init.ones_(self.weight)
-            if self.bias is not None:
-                init.zeros_(self.bias)
+        _reset_affine(self)
 
     def forward(self, input):
         if not isinstance(input, _C.TensorBase):
