@@ -92,42 +92,38 @@ def cumprod_grad(node, g, x, out):
                  where(first, g_first, 0)).to(node.in_dtype)
 
 
-class Sort(Function):
+class _Selection(Function):
+    """An op returning (values, indices) with values = x at indices along
+    a dim: forward runs ``_C.<op>(x, *args)``, backward sends the values'
+    gradient back to the indices."""
+
+    @classmethod
+    def forward(cls, ctx, x, *args):
+        values, indices = getattr(_C, cls._op)(x, *args)
+        ctx.dim = args[cls._dim_arg]
+        ctx.in_shape = tuple(x.shape)
+        ctx.n_args = len(args)
+        ctx.save_for_backward(indices)
+        return values, indices
+
+    @staticmethod
+    def backward(ctx, g):
+        indices, = ctx.saved_tensors
+        return (scatter_grad(ctx, g, indices),) + (None,) * ctx.n_args
+
+
+class Sort(_Selection):
     """sort(x, dim, descending) -> (values, indices)."""
 
     node_name = "SortBackward0"
-
-    @staticmethod
-    def forward(ctx, x, dim, descending):
-        values, indices = _C.sort(x, dim, descending)
-        ctx.dim = dim
-        ctx.in_shape = tuple(x.shape)
-        ctx.save_for_backward(indices)
-        return values, indices
-
-    @staticmethod
-    def backward(ctx, g):
-        indices, = ctx.saved_tensors
-        return scatter_grad(ctx, g, indices), None, None
+    _op, _dim_arg = "sort", 0
 
 
-class Topk(Function):
+class Topk(_Selection):
     """topk(x, k, dim, largest) -> (values, indices)."""
 
     node_name = "TopkBackward0"
-
-    @staticmethod
-    def forward(ctx, x, k, dim, largest):
-        values, indices = _C.topk(x, k, dim, largest)
-        ctx.dim = dim
-        ctx.in_shape = tuple(x.shape)
-        ctx.save_for_backward(indices)
-        return values, indices
-
-    @staticmethod
-    def backward(ctx, g):
-        indices, = ctx.saved_tensors
-        return scatter_grad(ctx, g, indices), None, None, None
+    _op, _dim_arg = "topk", 1
 
 
 def scatter_grad(node, g, indices):
