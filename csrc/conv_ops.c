@@ -267,6 +267,25 @@ error:
     return NULL;
 }
 
+/* -1 with RuntimeError unless go has the output shape of s. */
+static int
+check_grad_out(const char *fn, AmpcTensorObject *go,
+               const ampc_conv2d_shape *s)
+{
+    char buf[256], buf2[256];
+    int64_t yshape[4] = {s->n, s->oc, s->oh, s->ow};
+    if (go->ndim == 4 && memcmp(go->shape, yshape, sizeof(yshape)) == 0) {
+        return 0;
+    }
+    ampc_format_shape(buf, sizeof(buf), go->ndim, go->shape);
+    ampc_format_shape(buf2, sizeof(buf2), 4, yshape);
+    PyErr_Format(PyExc_RuntimeError,
+                 "%s(): expected grad_out to have shape %s (the output's), "
+                 "got %s",
+                 fn, buf2, buf);
+    return -1;
+}
+
 /* grad_out (N, OC, OH, OW), x (N, C, H, W), weight (OC, C/G, KH, KW) ->
  * (grad_x, grad_w, grad_b), each None unless needed */
 static PyObject *
@@ -280,7 +299,6 @@ op_conv2d_backward(PyObject *module, PyObject *args)
     int64_t st[2], pad[2], dil[2], groups;
     int need[3];
     ampc_conv2d_shape s;
-    char buf[256], buf2[256];
     if (!PyArg_ParseTuple(args, "OOOOOOO|O:conv2d_backward", &go_obj,
                           &x_obj, &w_obj, &st_obj, &pad_obj, &dil_obj,
                           &needs, &g_obj) ||
@@ -296,14 +314,7 @@ op_conv2d_backward(PyObject *module, PyObject *args)
         ampc_la_check_devices(fn, 3, (AmpcTensorObject *[]){go, x, w}) < 0) {
         return NULL;
     }
-    int64_t yshape[4] = {s.n, s.oc, s.oh, s.ow};
-    if (go->ndim != 4 || memcmp(go->shape, yshape, sizeof(yshape)) != 0) {
-        ampc_format_shape(buf, sizeof(buf), go->ndim, go->shape);
-        ampc_format_shape(buf2, sizeof(buf2), 4, yshape);
-        PyErr_Format(PyExc_RuntimeError,
-                     "%s(): expected grad_out to have shape %s (the "
-                     "output's), got %s",
-                     fn, buf2, buf);
+    if (check_grad_out(fn, go, &s) < 0) {
         return NULL;
     }
     if ((goc = ampc_contiguous(go)) == NULL ||
@@ -415,7 +426,6 @@ op_conv2d_input_grad(PyObject *module, PyObject *args)
     AmpcTensorObject *go, *w, *goc = NULL, *wc = NULL, *gx = NULL;
     int64_t xs[4], st[2], pad[2], dil[2], groups;
     ampc_conv2d_shape s;
-    char buf[256], buf2[256];
     if (!PyArg_ParseTuple(args, "OOOOOO|O:conv2d_input_grad", &go_obj,
                           &w_obj, &size_obj, &st_obj, &pad_obj, &dil_obj,
                           &g_obj) ||
@@ -429,14 +439,7 @@ op_conv2d_input_grad(PyObject *module, PyObject *args)
         ampc_la_check_devices(fn, 2, (AmpcTensorObject *[]){go, w}) < 0) {
         return NULL;
     }
-    int64_t yshape[4] = {s.n, s.oc, s.oh, s.ow};
-    if (go->ndim != 4 || memcmp(go->shape, yshape, sizeof(yshape)) != 0) {
-        ampc_format_shape(buf, sizeof(buf), go->ndim, go->shape);
-        ampc_format_shape(buf2, sizeof(buf2), 4, yshape);
-        PyErr_Format(PyExc_RuntimeError,
-                     "%s(): expected grad_out to have shape %s (the "
-                     "output's for input_size), got %s",
-                     fn, buf2, buf);
+    if (check_grad_out(fn, go, &s) < 0) {
         return NULL;
     }
     if ((goc = ampc_contiguous(go)) == NULL ||

@@ -304,3 +304,21 @@ def test_conv_transpose1d_matches_torch():
                                                   bt.grad)])
     for a, b_ in zip(*outs):
         np.testing.assert_allclose(a, b_, rtol=1e-4, atol=1e-4)
+
+
+def test_conv2d_input_grad_checks_its_arguments():
+    g, w = ampc.ones(2, 3, 4, 4), ampc.ones(3, 2, 3, 3)
+    assert ampc._C.conv2d_input_grad(g, w, (2, 2, 6, 6), (1, 1), (0, 0),
+                                     (1, 1)).shape == (2, 2, 6, 6)
+    with pytest.raises(TypeError, match="input_size must be 4 non-negative "
+                       "ints"):
+        ampc._C.conv2d_input_grad(g, w, (2, 2, 6), (1, 1), (0, 0), (1, 1))
+    with pytest.raises(TypeError, match="input_size must be 4"):
+        ampc._C.conv2d_input_grad(g, w, (2, 2, -6, 6), (1, 1), (0, 0),
+                                  (1, 1))
+    with pytest.raises(RuntimeError, match=r"expected grad_out to have shape "
+                       r"\[2, 3, 5, 5\]"):
+        ampc._C.conv2d_input_grad(g, w, (2, 2, 7, 7), (1, 1), (0, 0), (1, 1))
+    with pytest.raises(RuntimeError, match="dtype"):
+        ampc._C.conv2d_input_grad(g.half(), w, (2, 2, 6, 6), (1, 1), (0, 0),
+                                  (1, 1))
