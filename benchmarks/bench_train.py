@@ -22,8 +22,9 @@ Sections (each a function of the parsed arguments, run in order by
   erfc) forward + backward on (batch, 4096), beside torch's.
 * ``section_unary``: the same unary ops forward only (the kernel alone).
 * ``section_layers``: group_norm, interpolate (nearest and bilinear x2),
-  a reflect pad and conv1d forward + backward at (batch, 64, 16, 16)
-  (conv1d: (batch / 4, 64, 256)), beside torch's.
+  a reflect pad, conv1d and conv_transpose2d forward + backward at
+  (batch, 64, 16, 16) (conv1d: (batch / 4, 64, 256); conv_transpose2d:
+  (batch / 4, 64, 16, 16)), beside torch's.
 * ``section_rnn``: LSTM, GRU and RNN (256 -> 256, 2 layers) forward +
   backward on (T=50, N=32), beside torch's.
 * ``section_train_step``: one full training step of the lab's SimpleCNN
@@ -581,13 +582,16 @@ def _layer_cases(b):
          lambda F, x, p: F.pad(x, (1, 1, 1, 1), mode="reflect"), []),
         ("conv1d 64->64 k3 p1", (b // 4, 64, 256),
          lambda F, x, p: F.conv1d(x, *p, padding=1), [(64, 64, 3), (64,)]),
+        ("conv_transpose2d 64->32 k4 s2 p1", (b // 4, 64, 16, 16),
+         lambda F, x, p: F.conv_transpose2d(x, *p, stride=2, padding=1),
+         [(64, 32, 4, 4), (32,)]),
     )
 
 
 def section_layers(args):
-    """group_norm, interpolate (nearest, bilinear), reflect pad and conv1d
-    forward + backward (the input's and parameters' gradients) in float32,
-    each validated against torch."""
+    """group_norm, interpolate (nearest, bilinear), reflect pad, conv1d and
+    conv_transpose2d forward + backward (the input's and parameters'
+    gradients) in float32, each validated against torch."""
     print("\nlayers float32: forward + backward, ms")
     print(f"{'op':<34}{'ampc':>8}{'torch':>8}{'ampc/torch':>12}")
     rng = np.random.default_rng(0)
