@@ -536,6 +536,29 @@ def test_cpu_autocast_is_close_to_torchs(name):
                                    t.detach().float().numpy(), atol=2e-2)
 
 
+@needs_torch
+@needs_policy
+@pytest.mark.parametrize("name", ["LSTM", "GRU", "RNN", "LSTMCell",
+                                  "GRUCell", "RNNCell"])
+def test_cpu_autocast_takes_a_bfloat16_input_as_torch(name):
+    """A bfloat16 input (a lower-precision layer's output) into float32
+    weights: under autocast the policy casts (no dtype error, as
+    PyTorch checks the dtypes only outside autocast)."""
+    tm, am = getattr(torch.nn, name)(4, 8), getattr(nn, name)(4, 8)
+    _copy_from_torch(tm, am)
+    x = np.random.default_rng(1).standard_normal((6, 3, 4)).astype(
+        np.float32)
+    x = x[0] if "Cell" in name else x
+    with torch.autocast("cpu"):
+        want = _flat(tm(torch.tensor(x).bfloat16()))
+    with ampc.autocast("cpu"):
+        got = _flat(am(ampc.tensor(x).bfloat16()))
+    for a, t in zip(got, want):
+        assert str(a.dtype)[5:] == str(t.dtype)[6:]
+        np.testing.assert_allclose(a.detach().float().numpy(),
+                                   t.detach().float().numpy(), atol=3e-2)
+
+
 # ----------------------------------------------------------------------------
 # pad_sequence
 

@@ -154,6 +154,13 @@ def _layer(mode, x, h0, c0, weights, reverse, batch_sizes):
     projection is one GEMM over every step."""
     from .functional import _linear
     w_ih, w_hh, b_ih, b_hh, w_hr = weights
+    if _C.autocast_active() and h0.dtype != w_hh.dtype and \
+            h0.dtype.name in ("float16", "bfloat16"):
+        # a 16-bit hidden state under autocast (a 16-bit input, the modes
+        # the policy leaves alone): PyTorch's composite casts each step's
+        # linear to it, so the steps run in its dtype
+        w_hh, b_hh, w_hr = (None if w is None else w.to(h0.dtype)
+                            for w in (w_hh, b_hh, w_hr))
     return _Recurrent.apply(_linear(x, w_ih, b_ih, False), h0, c0, w_hh,
                             b_hh, w_hr, mode, reverse, batch_sizes)
 

@@ -151,7 +151,9 @@ class RNNBase(Module):
                 "input.size(-1) must be equal to input_size. Expected "
                 f"{self.input_size}, got {input.shape[-1]}")
         w = self.weight_ih_l0
-        if input.dtype != w.dtype:
+        # under any autocast the policy casts instead (PyTorch checks only
+        # outside autocast too)
+        if input.dtype != w.dtype and not _C.autocast_active():
             raise ValueError(
                 f"RNN input dtype ({input.dtype}) does not match weight "
                 f"dtype ({w.dtype}). Convert input: input.to({w.dtype}), "
