@@ -131,6 +131,11 @@ _MORE_FUNCTIONS = [
     "prod", "logsumexp", "count_nonzero", "lerp", "addcmul", "addcdiv",
     "nan_to_num", "nan_to_num_", "tril", "triu", "roll", "movedim",
     "moveaxis", "repeat_interleave", "diag", "outer", "ger",
+    # _tensor_extra.py
+    "amax", "amin", "median", "select", "dot", "vdot", "mv", "trace",
+    "clamp_min", "clamp_max", "tensor_split", "hsplit", "vsplit", "dsplit",
+    "nansum", "nanmean", "diff", "unique", "bincount", "softmax",
+    "log_softmax",
 ]
 globals().update({n: _make_function(n) for n in _MORE_FUNCTIONS})
 __all__ += list(_layout_all) + list(_random_all) + _MORE_FUNCTIONS

@@ -33,6 +33,7 @@ from ._tensor_args import (  # noqa: F401  (some re-exported)
 )
 from ._tensor_convert import _TensorConvert, _parse_to  # noqa: F401
 from ._tensor_close import _TensorClose
+from ._tensor_extra import _TensorExtra
 from ._tensor_layout import _TensorLayout
 from ._tensor_logic import _TensorLogic
 from ._tensor_more import _TensorMore
@@ -75,6 +76,7 @@ class return_types:
     min = _return_type("min")
     sort = _return_type("sort")
     topk = _return_type("topk")
+    median = _return_type("median")
 
 # ----------------------------------------------------------------------------
 # the Tensor class (its conversion methods come from _TensorConvert in
@@ -85,7 +87,7 @@ class return_types:
 class Tensor(_TensorConvert, _TensorRandom, _TensorOps,
              _indexing._TensorIndexing, _scatter._TensorScatter, _TensorClose,
              _TensorLogic, _TensorStats, _TensorShape, _TensorSortScan,
-             _TensorMore, _TensorLayout, _TB):
+             _TensorMore, _TensorLayout, _TensorExtra, _TB):
     """An n-dimensional array on a device, with a dtype, that autograd can
     differentiate through.  Make one with ``ampc.tensor``, ``ampc.zeros``
     and friends.

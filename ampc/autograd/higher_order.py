@@ -684,6 +684,7 @@ def _make_formulas():
     from .. import _tensor_more
     from ..nn._bce import _BceWithLogits, bce_grads
     from ..nn._conv_transpose import _ConvTranspose2d
+    from .._tensor_extra import _Extreme
     from ..tensor import Matmul
     return {
         _fn.Add: _add, _fn.Sub: _sub, _fn.Mul: _mul, _fn.Div: _div,
@@ -718,6 +719,7 @@ def _make_formulas():
         L._CrossEntropy: _cross_entropy,
         ConvInputGrad: ConvInputGrad.backward,
         _ConvTranspose2d: ConvInputGrad.backward,
+        _Extreme: _Extreme.backward,
         ConvWeightGrad: ConvWeightGrad.backward,
         F._MaxPool2d: _max_pool2d, F._Conv2dReluMaxPool: _conv2d_relu_max_pool,
         PoolScatter: PoolScatter.backward, PoolGather: PoolGather.backward,
