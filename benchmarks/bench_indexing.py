@@ -6,13 +6,12 @@ torch/ampc.  Not a test: run it by hand.
 
     python benchmarks/bench_indexing.py [--repeat 20] [--device cpu|cuda]
 """
-import argparse
 
 import numpy as np
 
 import ampc
 
-from beside_torch import device_sync, timed_row
+from beside_torch import run_cases
 
 try:
     import torch
@@ -147,16 +146,7 @@ def cases(device):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--repeat", type=int, default=20)
-    ap.add_argument("--device", default="cpu")
-    args = ap.parse_args()
-    sync = device_sync(args.device, ampc, torch)
-
-    print(f"{'case':<30}{'ampc ms':>10}{'torch ms':>10}{'torch/ampc':>12}")
-    for label, fa, ft, check in cases(args.device):
-        check()
-        print(timed_row(label, fa, ft, args.repeat, sync, 30, 3))
+    run_cases(__doc__, cases, ampc, torch, 30)
 
 
 if __name__ == "__main__":

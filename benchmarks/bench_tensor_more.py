@@ -6,14 +6,13 @@ by hand.
     python benchmarks/bench_tensor_more.py [--repeat 20] [--threads 1]
         [--device cpu|cuda]
 """
-import argparse
 
 import numpy as np
 
 import ampc
 import ampc.nn.functional as F
 
-from beside_torch import device_sync, timed_row
+from beside_torch import run_cases
 
 try:
     import torch
@@ -80,21 +79,7 @@ def cases(device):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--repeat", type=int, default=20)
-    ap.add_argument("--threads", type=int, default=None)
-    ap.add_argument("--device", default="cpu")
-    args = ap.parse_args()
-    if args.threads:
-        ampc.set_num_threads(args.threads)
-        if torch:
-            torch.set_num_threads(args.threads)
-    sync = device_sync(args.device, ampc, torch)
-
-    print(f"{'case':<22}{'ampc ms':>10}{'torch ms':>10}{'torch/ampc':>12}")
-    for label, fa, ft, check in cases(args.device):
-        check()
-        print(timed_row(label, fa, ft, args.repeat, sync, 22, 3))
+    run_cases(__doc__, cases, ampc, torch, 22)
 
 
 if __name__ == "__main__":

@@ -1,8 +1,10 @@
 """What the benchmarks that time an ampc op beside torch's share: the best
 time of a call (the device synchronized), the synchronizer for a device,
-and the printed row (ampc ms, torch ms, torch/ampc).  Imported by
-bench_indexing.py and bench_norm.py, which run as scripts from this
+the printed row (ampc ms, torch ms, torch/ampc) and the command line that
+runs a list of checked cases.  Imported by bench_indexing.py, bench_norm.py,
+bench_sort.py and bench_tensor_more.py, which run as scripts from this
 folder."""
+import argparse
 import time
 
 
@@ -40,3 +42,23 @@ def timed_row(label, fa, ft, repeat, sync, width, digits):
         ms_t = best_ms(ft, repeat, sync)
         row += f"{ms_t:>10.{digits}f}{ms_t / ms_a:>12.2f}"
     return row
+
+
+def run_cases(doc, cases, ampc, torch, width, digits=3):
+    """The script's command line (--repeat, --threads, --device), then one
+    row per case of ``cases(device)``: (label, ampc call, torch call or
+    None, check), each checked before it is timed."""
+    ap = argparse.ArgumentParser(description=doc.splitlines()[0])
+    ap.add_argument("--repeat", type=int, default=20)
+    ap.add_argument("--threads", type=int, default=None)
+    ap.add_argument("--device", default="cpu")
+    args = ap.parse_args()
+    if args.threads:
+        ampc.set_num_threads(args.threads)
+        if torch is not None:
+            torch.set_num_threads(args.threads)
+    sync = device_sync(args.device, ampc, torch)
+    print(f"{'case':<{width}}{'ampc ms':>10}{'torch ms':>10}{'torch/ampc':>12}")
+    for label, fa, ft, check in cases(args.device):
+        check()
+        print(timed_row(label, fa, ft, args.repeat, sync, width, digits))
