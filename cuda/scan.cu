@@ -21,39 +21,20 @@
 // ----------------------------------------------------------------------------
 // per-dtype storage, running value, widening and rounding
 
-template <ampc_dtype DT> struct ScanT;
+/* float16 and bfloat16: a float running value, nn_common.cuh's
+ * conversions */
+template <ampc_dtype DT> struct ScanT {
+    using T = nn_t<DT>;
+    using A = float;
+    static __device__ __forceinline__ A load(T v) { return nn_load<DT>(v); }
+    static __device__ __forceinline__ T store(A a) { return nn_store<DT>(a); }
+};
 
 template <> struct ScanT<AMPC_FLOAT32> {
     using T = float;
     using A = double;
     static __device__ __forceinline__ A load(T v) { return (A)v; }
     static __device__ __forceinline__ T store(A a) { return (float)a; }
-};
-
-template <> struct ScanT<AMPC_FLOAT16> {
-    using T = uint16_t;
-    using A = float;
-    static __device__ __forceinline__ A load(T v)
-    {
-        return ampc_f16_to_f32(v);
-    }
-    static __device__ __forceinline__ T store(A a)
-    {
-        return ampc_f32_to_f16(a);
-    }
-};
-
-template <> struct ScanT<AMPC_BFLOAT16> {
-    using T = uint16_t;
-    using A = float;
-    static __device__ __forceinline__ A load(T v)
-    {
-        return ampc_bf16_to_f32(v);
-    }
-    static __device__ __forceinline__ T store(A a)
-    {
-        return ampc_f32_to_bf16(a);
-    }
 };
 
 template <> struct ScanT<AMPC_INT64> {
