@@ -155,17 +155,24 @@ def test_script_runs_to_completion(lab_dir, script, start, end):
             assert "CUDA is not available" in proc.stderr
 
 
+def _example_rows(script, row):
+    """The rows matching ``row`` that examples/``script`` prints in three
+    steps of batch 16 (it must exit cleanly)."""
+    out = subprocess.run(
+        [sys.executable, os.path.join(EXAMPLES, script), "--steps", "3",
+         "--batch", "16"],
+        capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert out.returncode == 0, out.stderr
+    return re.findall(row, out.stdout)
+
+
 def test_gradient_penalty_example_runs():
     """examples/gradient_penalty.py: PyTorch's AMP gradient-penalty recipe
     (create_graph through the lab's CNN under a GradScaler) trains a few
     steps with finite losses and norms."""
-    out = subprocess.run(
-        [sys.executable, os.path.join(EXAMPLES, "gradient_penalty.py"),
-         "--steps", "3", "--batch", "16"],
-        capture_output=True, text=True, timeout=300, cwd=ROOT)
-    assert out.returncode == 0, out.stderr
-    rows = re.findall(r"step +(\d+) +loss ([\d.]+) +grad norm ([\d.]+) +"
-                      r"scale (\d+)", out.stdout)
+    rows = _example_rows("gradient_penalty.py",
+                         r"step +(\d+) +loss ([\d.]+) +grad norm ([\d.]+) +"
+                         r"scale (\d+)")
     assert [r[0] for r in rows] == ["0", "2"]
     assert all(0 < float(r[1]) < 10 and 0 < float(r[2]) < 1e3
                for r in rows)
@@ -175,13 +182,9 @@ def test_dcgan_example_runs():
     """examples/dcgan_amp.py: PyTorch's AMP recipe for two models and two
     optimizers sharing one GradScaler (ConvTranspose2d generator, Conv2d
     discriminator) trains a few steps with finite losses."""
-    out = subprocess.run(
-        [sys.executable, os.path.join(EXAMPLES, "dcgan_amp.py"),
-         "--steps", "3", "--batch", "16"],
-        capture_output=True, text=True, timeout=300, cwd=ROOT)
-    assert out.returncode == 0, out.stderr
-    rows = re.findall(r"step +(\d+) +loss D ([\d.]+) +loss G ([\d.]+) +"
-                      r"scale (\d+)", out.stdout)
+    rows = _example_rows("dcgan_amp.py",
+                         r"step +(\d+) +loss D ([\d.]+) +loss G ([\d.]+) +"
+                         r"scale (\d+)")
     assert [r[0] for r in rows] == ["0", "2"]
     assert all(0 < float(r[1]) < 10 and 0 < float(r[2]) < 20
                for r in rows)
