@@ -147,6 +147,8 @@ def norm(A, ord=None, dim=None, keepdim=False, *, dtype=None):
     fn = "linalg.norm"
     if dim is not None:
         dims = (dim,) if isinstance(dim, int) else tuple(dim)
+        if isinstance(ord, str):
+            return matrix_norm(A, ord, dim, keepdim, dtype=dtype)
         if len(dims) == 1:
             return vector_norm(A, 2 if ord is None else ord, dims, keepdim,
                                dtype=dtype)
