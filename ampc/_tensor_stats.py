@@ -200,8 +200,8 @@ class _TensorStats:
             p = 2
         if p == "nuc":
             raise RuntimeError(
-                "norm(): p='nuc' needs singular values, and ampc has no "
-                "SVD; p may be 'fro' or a number")
+                "norm(): p must be a number or 'fro', got 'nuc' (the "
+                "nuclear norm needs singular values, and ampc has no SVD)")
         if not isinstance(p, (int, float)) or isinstance(p, bool):
             raise RuntimeError(f"norm(): p must be a number or 'fro', got "
                                f"{p!r}")
