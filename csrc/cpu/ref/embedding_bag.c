@@ -62,6 +62,28 @@ bag_store_row(ampc_dtype dt, const float *f, int64_t d, char *p)
     }
 }
 
+/* rows looked up ahead: their loads overlap the current row's adds (a
+ * big table's rows are cache misses) */
+#define BAG_PREFETCH 16
+
+/* Starts loading the weight row of index k (when k < end, in range) */
+static AMPC_ALWAYS_INLINE void
+bag_prefetch(const bag_ctx *c, int64_t k, int64_t end)
+{
+    if (k >= end) {
+        return;
+    }
+    int64_t r = c->indices[k];
+    if ((uint64_t)r >= (uint64_t)c->s->num) {
+        return;
+    }
+    size_t bytes = (size_t)c->s->d * ampc_dtype_size[c->dt];
+    const char *p = (const char *)c->weight + (size_t)r * bytes;
+    for (size_t off = 0; off < bytes; off += 64) {
+        __builtin_prefetch(p + off);
+    }
+}
+
 /* items: bags */
 static void
 bag_fwd_range(void *ctx, int64_t b0, int64_t b1)
@@ -96,13 +118,20 @@ bag_fwd_range(void *ctx, int64_t b0, int64_t b1)
             if (r == s->padding_idx) {
                 continue;
             }
-            bag_load_row(c->dt, (const char *)c->weight + r * d * es, d,
-                         row);
+            bag_prefetch(c, k + BAG_PREFETCH, c->offsets[b1]);
+            const float *src = row;
+            if (c->dt == AMPC_FLOAT32) {
+                src = (const float *)c->weight + r * d;
+            }
+            else {
+                bag_load_row(c->dt, (const char *)c->weight + r * d * es, d,
+                             row);
+            }
             if (mi != NULL) {
                 int first = count == 0;
                 for (int64_t e = 0; e < d; e++) {
-                    int take = ampc_bag_max_takes(first, row[e], acc[e]);
-                    acc[e] = take ? row[e] : acc[e];
+                    int take = ampc_bag_max_takes(first, src[e], acc[e]);
+                    acc[e] = take ? src[e] : acc[e];
                     mi[e] = take ? r : mi[e];
                 }
             }
@@ -112,7 +141,7 @@ bag_fwd_range(void *ctx, int64_t b0, int64_t b1)
                               : ampc_load_f32(c->dt, (const char *)c->psw +
                                                          k * es);
                 for (int64_t e = 0; e < d; e++) {
-                    acc[e] += w * row[e];
+                    acc[e] += w * src[e];
                 }
             }
             count++;
@@ -182,12 +211,25 @@ bag_bwd_range(void *ctx, int64_t r0, int64_t r1)
             continue;
         }
         int loaded = 0;
+        const float *gb = g;
         for (int64_t k = c->offsets[b]; k < c->offsets[b + 1]; k++) {
             int64_t r = c->indices[k];
+            if (k + BAG_PREFETCH < s->n) {
+                int64_t ahead = c->indices[k + BAG_PREFETCH];
+                if (ahead >= r0 && ahead < r1) {
+                    for (int64_t e = 0; e < d; e += 16) {
+                        __builtin_prefetch(gw + ahead * d + e, 1);
+                    }
+                }
+            }
             if (r < r0 || r >= r1 || r == s->padding_idx) {
                 continue;
             }
-            if (!loaded) {
+            if (!loaded && c->dt == AMPC_FLOAT32) {
+                gb = (const float *)grad + b * d;
+                loaded = 1;
+            }
+            else if (!loaded) {
                 bag_load_row(c->dt, grad + b * d * (int64_t)es, d, g);
                 loaded = 1;
             }
@@ -197,7 +239,7 @@ bag_bwd_range(void *ctx, int64_t r0, int64_t r1)
             }
             float *dst = gw + r * d;
             for (int64_t e = 0; e < d; e++) {
-                dst[e] += f * g[e];
+                dst[e] += f * gb[e];
             }
         }
     }

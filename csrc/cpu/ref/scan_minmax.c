@@ -6,7 +6,7 @@
  * As scan.c: the work is cut into tiles of one value of outer and up to
  * MINMAX_TILE neighbouring columns of inner, each walking down the dim with
  * one running value per column, so the inner loop runs over contiguous
- * columns.  Values are copied, never converted back, so every dtype keeps
+ * columns; a row (inner == 1) keeps its running value in locals.  Values are copied, never converted back, so every dtype keeps
  * its bits; float16 and bfloat16 compare exactly in float32.
  */
 #include "cpu/cpu.h"
@@ -59,6 +59,28 @@ typedef struct {
         }                                                                     \
     } while (0)
 
+/* One row (inner == 1) at element offset base: the running value in
+ * locals, taken over without branches (the chain of compares is the only
+ * dependence). */
+#define MINMAX_ROW_LOOP(T, V, LOAD, TAKES)                                    \
+    do {                                                                      \
+        const T *xr = (const T *)c->x + base;                                 \
+        T *vr = (T *)c->values + base;                                        \
+        int64_t *ir = c->indices + base;                                      \
+        T raw = xr[0];                                                        \
+        V best = LOAD(raw);                                                   \
+        int64_t at = 0;                                                       \
+        for (int64_t j = 0; j < c->n; j++) {                                  \
+            V v = LOAD(xr[j]);                                                \
+            int take = TAKES(v, best);                                        \
+            best = take ? v : best;                                           \
+            raw = take ? xr[j] : raw;                                         \
+            at = take ? j : at;                                               \
+            vr[j] = raw;                                                      \
+            ir[j] = at;                                                       \
+        }                                                                     \
+    } while (0)
+
 #define LOAD_F32(v) (v)
 #define LOAD_F16(v) ampc_f16_to_f32(v)
 #define LOAD_BF16(v) ampc_bf16_to_f32(v)
@@ -67,9 +89,37 @@ typedef struct {
 #define TAKES_I(v, b) ampc_cummax_takes_i64(c->is_min, (v), (b))
 
 static void
+minmax_rows(const minmax_ctx *c, int64_t begin, int64_t end)
+{
+    for (int64_t base = begin * c->n; base < end * c->n; base += c->n) {
+        switch (c->dt) {
+        case AMPC_FLOAT32:
+            MINMAX_ROW_LOOP(float, float, LOAD_F32, TAKES_F);
+            break;
+        case AMPC_FLOAT16:
+            MINMAX_ROW_LOOP(uint16_t, float, LOAD_F16, TAKES_F);
+            break;
+        case AMPC_BFLOAT16:
+            MINMAX_ROW_LOOP(uint16_t, float, LOAD_BF16, TAKES_F);
+            break;
+        case AMPC_INT64:
+            MINMAX_ROW_LOOP(int64_t, int64_t, LOAD_INT, TAKES_I);
+            break;
+        default:
+            MINMAX_ROW_LOOP(uint8_t, int64_t, LOAD_INT, TAKES_I);
+            break;
+        }
+    }
+}
+
+static void
 minmax_range(void *ctx, int64_t begin, int64_t end)
 {
     const minmax_ctx *c = ctx;
+    if (c->inner == 1) {            /* a tile is a row */
+        minmax_rows(c, begin, end);
+        return;
+    }
     for (int64_t t = begin; t < end; t++) {
         int64_t o = t / c->tiles_per_outer;
         int64_t i0 = (t % c->tiles_per_outer) * MINMAX_TILE;
