@@ -68,9 +68,15 @@ embedding_bag_fwd_kernel(ampc_bag_shape s, const nn_t<DT> *weight,
             if (max_idx != NULL) {
                 max_idx[b * s.d + e] = arg;
             }
-            if (e == 0) {
-                bag_size[b] = count;
+        }
+        if (threadIdx.x == 0) {
+            /* counted apart from the columns, so that D == 0 counts too */
+            int64_t count = 0;
+            for (int64_t k = k0; k < k1; k++) {
+                int64_t r = indices[k];
+                count += (uint64_t)r < (uint64_t)s.num && r != s.padding_idx;
             }
+            bag_size[b] = count;
         }
     }
 }

@@ -313,7 +313,7 @@ minmax_rows_kernel(int64_t rows, int64_t n, const typename MinMaxT<DT>::T *x,
     using BlockScan = cub::BlockScan<P, SCAN_THREADS>;
     __shared__ typename BlockScan::TempStorage temp;
     MinMaxOp<DT, MIN> op;
-    P none;
+    P none = {};
     none.at = -1;
     const int64_t tile = (int64_t)SCAN_THREADS * SCAN_ITEMS;
     for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
