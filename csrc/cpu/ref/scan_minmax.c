@@ -6,8 +6,9 @@
  * As scan.c: the work is cut into tiles of one value of outer and up to
  * MINMAX_TILE neighbouring columns of inner, each walking down the dim with
  * one running value per column, so the inner loop runs over contiguous
- * columns; a row (inner == 1) keeps its running value in locals.  Values are copied, never converted back, so every dtype keeps
- * its bits; float16 and bfloat16 compare exactly in float32.
+ * columns; a row (inner == 1) keeps its running value in locals.  Values
+ * are copied, never converted back, so every dtype keeps its bits; float16
+ * and bfloat16 compare exactly in float32.
  */
 #include "cpu/cpu.h"
 #include "elementwise_math.h"
