@@ -310,3 +310,12 @@ def test_16bit_matches_torch(dtype):
 def test_bad_arguments(call, exc, match):
     with pytest.raises(exc, match=match):
         call(ampc.arange(12.0).view(4, 3))
+
+
+@pytest.mark.parametrize("module", ["ampc.nn._embedding_bag", "ampc.nn.modules.embedding"])
+def test_docstring_examples(module):
+    import doctest
+    import importlib
+    result = doctest.testmod(importlib.import_module(module),
+                             optionflags=doctest.ELLIPSIS)
+    assert result.attempted > 0 and result.failed == 0

@@ -319,3 +319,12 @@ def test_gradient_matches_torch():
 def test_bad_arguments(call, exc, match):
     with pytest.raises(exc, match=match):
         call()
+
+
+@pytest.mark.parametrize("module", ["ampc.nn._pool_more", "ampc.nn.modules.pooling"])
+def test_docstring_examples(module):
+    import doctest
+    import importlib
+    result = doctest.testmod(importlib.import_module(module),
+                             optionflags=doctest.ELLIPSIS)
+    assert result.attempted > 0 and result.failed == 0

@@ -285,3 +285,12 @@ def test_matches_torch():
     tout = torch.linalg.cross(torch.tensor(a.astype(np.float32)),
                               torch.tensor(b.astype(np.float32)), dim=1)
     assert_close(out, tout.double().numpy(), "float32")
+
+
+@pytest.mark.parametrize("module", ["ampc._tensor_select", "ampc.linalg"])
+def test_docstring_examples(module):
+    import doctest
+    import importlib
+    result = doctest.testmod(importlib.import_module(module),
+                             optionflags=doctest.ELLIPSIS)
+    assert result.attempted > 0 and result.failed == 0
