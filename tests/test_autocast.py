@@ -232,6 +232,11 @@ EXPECTED_POLICY = {
     "group_norm": (None, "fp32"), "upsample": (None, "fp32"),
     "reflection_pad": ("fp32", None), "replication_pad": ("fp32", None),
     "cat": ("promote", None), "stack": ("promote", None),
+    # torch 2.13 lists these on CUDA only (its CPU lists have none of
+    # embedding_bag, adaptive_max_pool2d, cummax, histc or the norms)
+    "linalg_vector_norm": (None, "fp32"),
+    "linalg_matrix_norm": (None, "fp32"), "norm": (None, "fp32"),
+    "cross": (None, "promote"),
 }
 
 

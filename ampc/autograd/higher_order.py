@@ -64,7 +64,7 @@ def graph_backward(node, *grads):
         "scatter_reduce, cumsum, cumprod, sort, topk, "
         "in-place writes, matmul, linear, conv2d (with a fused ReLU and "
         "max-pool too), conv_transpose2d, max_pool2d, avg_pool2d, "
-        "adaptive_avg_pool2d, "
+        "adaptive_avg_pool2d, adaptive_max_pool2d, embedding_bag, "
         "dropout, softmax, log_softmax, "
         "nll_loss, cross_entropy, binary_cross_entropy_with_logits, "
         "binary_cross_entropy, "
@@ -672,8 +672,9 @@ def _mse_loss(node, g):
 
 def _make_formulas():
     from ..nn import (_activations, _activations_more, _avg_pool,
-                      _axis_index, _conv1d, _embedding, _group_norm,
-                      _interpolate, _losses_more, _pad, _similarity)
+                      _axis_index, _conv1d, _embedding, _embedding_bag,
+                      _group_norm, _interpolate, _losses_more, _pad,
+                      _pool_more, _similarity)
     from ..nn import _rnn
     from ..nn import _losses as L
     from ..nn import _norm as N
@@ -738,6 +739,8 @@ def _make_formulas():
         **_activations.formulas(),
         **_activations_more.formulas(),
         **_embedding.formulas(),
+        **_embedding_bag.formulas(),
+        **_pool_more.formulas(),
         **_rnn.formulas(),
         **_scatter.formulas(),
         **_sort_scan.formulas(),
