@@ -46,6 +46,8 @@ typedef enum {
     AMPC_BIN_MAXIMUM,
     AMPC_BIN_MINIMUM,
     AMPC_BIN_POW,
+    AMPC_BIN_FMOD,          /* C's fmod: the dividend's sign (mod_math.h) */
+    AMPC_BIN_REMAINDER,     /* PyTorch's remainder: the divisor's sign */
     /* a * f'(b), the backward of activation f at input b given gradient
      * a (activation_math.h); float only */
     AMPC_BIN_GELU_BACKWARD,
@@ -54,6 +56,7 @@ typedef enum {
     /* a * f'(x) from the output b = f(x) (elementwise_math.h) */
     AMPC_BIN_SIGMOID_BACKWARD,
     AMPC_BIN_TANH_BACKWARD,
+    AMPC_BIN_ATAN2,         /* atan2(a, b): float only (arc_hyp_math.h) */
     AMPC_NUM_BINARY
 } ampc_binary_op;
 
@@ -101,6 +104,15 @@ typedef enum {
     AMPC_UN_LOG10,
     AMPC_UN_ERF,
     AMPC_UN_ERFC,
+    AMPC_UN_TAN,            /* trig_math.h */
+    AMPC_UN_ASIN,           /* asin .. atanh: arc_hyp_math.h */
+    AMPC_UN_ACOS,
+    AMPC_UN_ATAN,
+    AMPC_UN_SINH,
+    AMPC_UN_COSH,
+    AMPC_UN_ASINH,
+    AMPC_UN_ACOSH,
+    AMPC_UN_ATANH,
     AMPC_UN_ISFINITE,       /* output dtype is bool */
     AMPC_NUM_UNARY
 } ampc_unary_op;

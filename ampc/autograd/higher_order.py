@@ -25,6 +25,7 @@ tensor([ 6., 12.])
 from .. import _C
 from . import functions as _fn
 from . import indexing as _idx
+from . import math_functions as _math
 from . import reductions as _red
 from . import scatter as _scatter
 from . import sort_scan as _sort_scan
@@ -53,7 +54,8 @@ def graph_backward(node, *grads):
         "so create_graph=True (higher-order gradients) cannot go through "
         "it; it can through element-wise arithmetic (+ - * / neg pow sqrt "
         "rsqrt reciprocal exp log abs relu sigmoid tanh floor ceil round trunc "
-        "frac sin cos log1p expm1 log2 log10 erf erfc clamp maximum "
+        "frac sin cos tan log1p expm1 log2 log10 erf erfc asin acos atan "
+        "sinh cosh asinh acosh atanh atan2 fmod remainder clamp maximum "
         "minimum), gelu, silu, "
         "the composite activations (elu, softplus, hardtanh, ...), "
         "leaky_relu, where, "
@@ -735,6 +737,7 @@ def _make_formulas():
         N._BatchNorm: N.batch_norm_graph_grads,
         N._LayerNorm: N.layer_norm_graph_grads,
         **_writes.formulas(),
+        **_math.formulas(),
         **_avg_pool.formulas(),
         **_activations.formulas(),
         **_activations_more.formulas(),
