@@ -126,6 +126,23 @@ EDGES = [0.0, -0.0, math.inf, -math.inf, math.nan, -2.0, -1.5]
 TORCH_CPU_PLAIN = {("float16", 0.5), ("float16", -0.5)}
 
 
+# torch's float32 CPU sqrt is not correctly rounded on every CPU (on AMD Zen 4
+# sqrt(300) comes out 1 ulp low); ampc's is, as the NumPy tests above check
+TORCH_SQRT_ULPS = {0.5: 1, -0.5: 1}
+
+
+def _within_ulps(actual, expected, dtype, ulps):
+    """Like _same, but finite values may differ by `ulps` units of dtype."""
+    a, b = np.asarray(actual), np.asarray(expected)
+    if ulps == 0 or dtype != "float32":
+        return _same(a, b)
+    with np.errstate(invalid="ignore"):   # inf - inf: those must be equal
+        gap = np.abs(a - b) <= ulps * np.spacing(np.abs(b).astype(np.float32))
+    sign = np.signbit(a) == np.signbit(b)
+    nan = np.isnan(a) & np.isnan(b)
+    return a.shape == b.shape and bool(np.all(nan | ((a == b) & sign) | gap))
+
+
 def _torch_f32_rounded(torch, fn, x, dtype):
     """torch's float32 result rounded once to dtype, as float64."""
     r = fn(to_torch(torch, x).float()).to(getattr(torch, dtype))
@@ -142,7 +159,8 @@ def test_special_values_match_torch(cpu_level, dtype):
         assert got.dtype.name == dtype
         # every value: torch computing in float32, rounded once
         want = _torch_f32_rounded(torch, lambda t: t ** e, x, dtype)
-        assert _same(to64(got), want), (dtype, e)
+        ulps = TORCH_SQRT_ULPS.get(e, 0)
+        assert _within_ulps(to64(got), want, dtype, ulps), (dtype, e)
         if (dtype, e) not in TORCH_CPU_PLAIN:
             want = (to_torch(torch, edges) ** e).to(torch.float64)
             assert _same(to64(edges ** e), want.numpy()), (dtype, e)
