@@ -518,6 +518,17 @@ typedef int (*ampc_cuda_sgd_step_fn)(const ampc_sgd_args *a, ampc_dtype dt,
 typedef int (*ampc_cuda_adam_step_fn)(const ampc_adam_args *a,
                                       ampc_dtype dt,
                                       const ampc_optim_list *l);
+/* kernels_optim.h ampc_rmsprop_step_fn / ampc_adagrad_step_fn likewise:
+ * RMSprop's state[0..2] are square_avg, momentum_buffer and grad_avg (the
+ * last two NULL where not kept), Adagrad's state[0] is sum; l->step the
+ * counters (or NULL; a->step is not read), advanced by a launch before the
+ * step's, from which Adagrad's kernel then forms -clr. */
+typedef int (*ampc_cuda_rmsprop_step_fn)(const ampc_rmsprop_args *a,
+                                         ampc_dtype dt,
+                                         const ampc_optim_list *l);
+typedef int (*ampc_cuda_adagrad_step_fn)(const ampc_adagrad_args *a,
+                                         ampc_dtype dt,
+                                         const ampc_optim_list *l);
 
 // ----------------------------------------------------------------------------
 // normalisation layers (cuda/norm.cu; Python side in csrc/nn_norm.c): the

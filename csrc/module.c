@@ -478,6 +478,7 @@ extern PyMethodDef ampc_nn_loss_methods[];
 extern PyMethodDef ampc_nn_mse_methods[];
 extern PyMethodDef ampc_nn_norm_methods[];
 extern PyMethodDef ampc_optim_methods[];
+extern PyMethodDef ampc_optim_adaptive_methods[];
 extern PyMethodDef ampc_amp_methods[];
 extern PyMethodDef ampc_grad_norm_methods[];
 extern PyMethodDef ampc_autocast_functions[];
@@ -507,7 +508,9 @@ join_functions(void)
                                    ampc_nn_avg_pool_methods,
                                    ampc_nn_loss_methods,
                                    ampc_nn_mse_methods, ampc_nn_norm_methods,
-                                   ampc_optim_methods, ampc_amp_methods,
+                                   ampc_optim_methods,
+                                   ampc_optim_adaptive_methods,
+                                   ampc_amp_methods,
                                    ampc_grad_norm_methods,
                                    ampc_autocast_functions,
                                    ampc_autocast_policy_functions,

@@ -292,6 +292,12 @@ void ampc_sgd_step_ref(const ampc_sgd_args *a, ampc_dtype dt, int64_t n,
 void ampc_adam_step_ref(const ampc_adam_args *a, ampc_dtype dt, int64_t n,
                         void *param, void *grad, void *exp_avg,
                         void *exp_avg_sq, void *max_exp_avg_sq);
+void ampc_rmsprop_step_ref(const ampc_rmsprop_args *a, ampc_dtype dt,
+                           int64_t n, void *param, void *grad,
+                           void *square_avg, void *momentum_buffer,
+                           void *grad_avg);
+void ampc_adagrad_step_ref(const ampc_adagrad_args *a, ampc_dtype dt,
+                           int64_t n, void *param, void *grad, void *sum);
 /* Only ref implements these: they touch one element per row. */
 void ampc_nll_loss_fwd_ref(const ampc_class_loss_shape *s, ampc_dtype dt,
                            const void *logp, const int64_t *target,
@@ -339,6 +345,12 @@ void ampc_sgd_step_avx2(const ampc_sgd_args *a, ampc_dtype dt, int64_t n,
 void ampc_adam_step_avx2(const ampc_adam_args *a, ampc_dtype dt, int64_t n,
                          void *param, void *grad, void *exp_avg,
                          void *exp_avg_sq, void *max_exp_avg_sq);
+void ampc_rmsprop_step_avx2(const ampc_rmsprop_args *a, ampc_dtype dt,
+                            int64_t n, void *param, void *grad,
+                            void *square_avg, void *momentum_buffer,
+                            void *grad_avg);
+void ampc_adagrad_step_avx2(const ampc_adagrad_args *a, ampc_dtype dt,
+                            int64_t n, void *param, void *grad, void *sum);
 
 void ampc_relu_bwd_avx512(ampc_dtype dt, int64_t n, const void *grad_out,
                           const void *out, void *grad_in);
@@ -380,6 +392,13 @@ void ampc_sgd_step_avx512(const ampc_sgd_args *a, ampc_dtype dt, int64_t n,
 void ampc_adam_step_avx512(const ampc_adam_args *a, ampc_dtype dt, int64_t n,
                            void *param, void *grad, void *exp_avg,
                            void *exp_avg_sq, void *max_exp_avg_sq);
+void ampc_rmsprop_step_avx512(const ampc_rmsprop_args *a, ampc_dtype dt,
+                              int64_t n, void *param, void *grad,
+                              void *square_avg, void *momentum_buffer,
+                              void *grad_avg);
+void ampc_adagrad_step_avx512(const ampc_adagrad_args *a, ampc_dtype dt,
+                              int64_t n, void *param, void *grad,
+                              void *sum);
 
 // ----------------------------------------------------------------------------
 // normalisation layers (bodies: cpu/norm_loops.h)

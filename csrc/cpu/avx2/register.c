@@ -60,6 +60,10 @@ ampc_register_cpu_avx2(ampc_kernel_table *t, const char **variant)
     variant[AMPC_SLOT_sgd_step] = "avx2";
     t->adam_step = ampc_adam_step_avx2;
     variant[AMPC_SLOT_adam_step] = "avx2";
+    t->rmsprop_step = ampc_rmsprop_step_avx2;
+    variant[AMPC_SLOT_rmsprop_step] = "avx2";
+    t->adagrad_step = ampc_adagrad_step_avx2;
+    variant[AMPC_SLOT_adagrad_step] = "avx2";
     t->batch_norm_fwd = ampc_batch_norm_fwd_avx2;
     variant[AMPC_SLOT_batch_norm_fwd] = "avx2";
     t->batch_norm_bwd = ampc_batch_norm_bwd_avx2;

@@ -47,6 +47,8 @@ ampc_register_cpu_ref(ampc_kernel_table *t, const char **variant)
     t->masked_scale = ampc_masked_scale_ref;
     t->sgd_step = ampc_sgd_step_ref;
     t->adam_step = ampc_adam_step_ref;
+    t->rmsprop_step = ampc_rmsprop_step_ref;
+    t->adagrad_step = ampc_adagrad_step_ref;
     t->batch_norm_fwd = ampc_batch_norm_fwd_ref;
     t->batch_norm_bwd = ampc_batch_norm_bwd_ref;
     t->layer_norm_fwd = ampc_layer_norm_fwd_ref;
