@@ -199,6 +199,15 @@ typedef void (*ampc_where_fn)(size_t es, int64_t n, const uint8_t *cond,
                               const void *b, int64_t sb, void *out,
                               int64_t so);
 
+/* out[i*so] = lerp(start[i*ss], end[i*se], w) (elementwise_math.h
+ * ampc_lerp_f32), w = weight[i*sw], or `scalar` for every element when
+ * weight is NULL (a Python number stays float32, as PyTorch's opmath);
+ * float dtypes only. */
+typedef void (*ampc_lerp_fn)(ampc_dtype dt, int64_t n, const void *start,
+                             int64_t ss, const void *end, int64_t se,
+                             const void *weight, int64_t sw, float scalar,
+                             void *out, int64_t so);
+
 // ----------------------------------------------------------------------------
 // advanced indexing and nonzero (Python side: csrc/index_ops.c)
 

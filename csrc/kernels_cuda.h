@@ -240,6 +240,13 @@ typedef struct {
  * copied bit for bit. */
 typedef int (*ampc_cuda_where_fn)(size_t es, const ampc_iter *it,
                                   const ampc_cuda_where_values *v);
+
+/* kernels.h ampc_lerp_fn over a whole iteration (cuda/lerp.cu): its
+ * operands are out, start, end and, when it->nops == 4, weight, all of the
+ * float dtype dt in device memory (broadcast ones at stride 0); with three
+ * operands every element takes the weight `scalar`. */
+typedef int (*ampc_cuda_lerp_fn)(ampc_dtype dt, const ampc_iter *it,
+                                 float scalar);
 /* The CPU's ampc_reduce_fn on device memory: x contiguous (outer, r, inner)
  * -> out (outer, inner), idx (outer, inner); deterministic (fixed
  * combining order, no atomics), NaN wins, first index on ties. */

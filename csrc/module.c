@@ -461,6 +461,7 @@ extern PyMethodDef ampc_ops_methods[];
 extern PyMethodDef ampc_memory_methods[];
 extern PyMethodDef ampc_elementwise_methods[];
 extern PyMethodDef ampc_where_methods[];
+extern PyMethodDef ampc_lerp_methods[];
 extern PyMethodDef ampc_reduce_methods[];
 extern PyMethodDef ampc_index_methods[];
 extern PyMethodDef ampc_scatter_methods[];
@@ -497,6 +498,7 @@ join_functions(void)
                                    ampc_memory_methods,
                                    ampc_elementwise_methods,
                                    ampc_where_methods,
+                                   ampc_lerp_methods,
                                    ampc_reduce_methods, ampc_random_methods,
                                    ampc_index_methods, ampc_scatter_methods,
                                    ampc_scan_methods, ampc_sort_methods,

@@ -79,6 +79,10 @@ void ampc_cast_ref(int64_t n, ampc_dtype sdt, const void *src, int64_t ss,
 void ampc_binary_ref(ampc_binary_op op, ampc_dtype dt, int64_t n,
                      const void *a, int64_t sa, const void *b, int64_t sb,
                      void *out, int64_t so);
+void ampc_lerp_ref(ampc_dtype dt, int64_t n, const void *start,
+                   int64_t ss, const void *end, int64_t se,
+                   const void *weight, int64_t sw, float scalar,
+                   void *out, int64_t so);
 void ampc_compare_ref(ampc_compare_op op, ampc_dtype dt, int64_t n,
                       const void *a, int64_t sa, const void *b, int64_t sb,
                       void *out, int64_t so);
@@ -93,6 +97,10 @@ void ampc_cast_avx2(int64_t n, ampc_dtype sdt, const void *src, int64_t ss,
 void ampc_binary_avx2(ampc_binary_op op, ampc_dtype dt, int64_t n,
                       const void *a, int64_t sa, const void *b, int64_t sb,
                       void *out, int64_t so);
+void ampc_lerp_avx2(ampc_dtype dt, int64_t n, const void *start,
+                    int64_t ss, const void *end, int64_t se,
+                    const void *weight, int64_t sw, float scalar,
+                    void *out, int64_t so);
 void ampc_compare_avx2(ampc_compare_op op, ampc_dtype dt, int64_t n,
                        const void *a, int64_t sa, const void *b, int64_t sb,
                        void *out, int64_t so);
@@ -107,6 +115,10 @@ void ampc_cast_avx512(int64_t n, ampc_dtype sdt, const void *src, int64_t ss,
 void ampc_binary_avx512(ampc_binary_op op, ampc_dtype dt, int64_t n,
                         const void *a, int64_t sa, const void *b, int64_t sb,
                         void *out, int64_t so);
+void ampc_lerp_avx512(ampc_dtype dt, int64_t n, const void *start,
+                      int64_t ss, const void *end, int64_t se,
+                      const void *weight, int64_t sw, float scalar,
+                      void *out, int64_t so);
 void ampc_compare_avx512(ampc_compare_op op, ampc_dtype dt, int64_t n,
                          const void *a, int64_t sa, const void *b, int64_t sb,
                          void *out, int64_t so);

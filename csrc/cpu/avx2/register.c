@@ -12,6 +12,8 @@ ampc_register_cpu_avx2(ampc_kernel_table *t, const char **variant)
     variant[AMPC_SLOT_cast] = "avx2";
     t->binary = ampc_binary_avx2;
     variant[AMPC_SLOT_binary] = "avx2";
+    t->lerp = ampc_lerp_avx2;
+    variant[AMPC_SLOT_lerp] = "avx2";
     t->compare = ampc_compare_avx2;
     variant[AMPC_SLOT_compare] = "avx2";
     t->unary = ampc_unary_avx2;

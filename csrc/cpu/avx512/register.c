@@ -12,6 +12,8 @@ ampc_register_cpu_avx512(ampc_kernel_table *t, const char **variant)
     variant[AMPC_SLOT_cast] = "avx512";
     t->binary = ampc_binary_avx512;
     variant[AMPC_SLOT_binary] = "avx512";
+    t->lerp = ampc_lerp_avx512;
+    variant[AMPC_SLOT_lerp] = "avx512";
     t->compare = ampc_compare_avx512;
     variant[AMPC_SLOT_compare] = "avx512";
     t->unary = ampc_unary_avx512;

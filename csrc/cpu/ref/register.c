@@ -22,6 +22,7 @@ ampc_register_cpu_ref(ampc_kernel_table *t, const char **variant)
     t->count_true = ampc_count_true_ref;
     t->nonzero = ampc_nonzero_ref;
     t->where = ampc_where_ref;
+    t->lerp = ampc_lerp_ref;
     t->amp_unscale = ampc_amp_unscale_ref;
     t->amp_update_scale = ampc_amp_update_scale_ref;
     t->grad_norm = ampc_grad_norm_ref;
