@@ -1,10 +1,14 @@
 """``Tensor.prod``, ``logsumexp``, ``count_nonzero`` and the element-wise
 ``lerp``, ``addcmul``, ``addcdiv`` and ``nan_to_num`` (with their in-place
-forms): PyTorch's signatures, dtypes and errors.  All but ``prod`` are
-composed from ampc's differentiable ops, so their gradients (and second
-derivatives) come from the ops they are made of; 16-bit inputs are
-computed in float32 and rounded once, as PyTorch's CPU does.  A mixin of
-``Tensor``.
+forms): PyTorch's signatures, dtypes and errors.  All but ``prod`` and
+``lerp`` are composed from ampc's differentiable ops, so their gradients
+(and second derivatives) come from the ops they are made of; 16-bit inputs
+are computed in float32 and rounded once, as PyTorch's CPU does.  A mixin
+of ``Tensor``.
+
+``lerp`` is one fused pass (``_C.lerp``: torch's two-sided rule in float32,
+on every CPU level and on CUDA); its gradients are torch's (LerpBackward0
+for a number weight, LerpBackward1 for a tensor), with second derivatives.
 
 ``prod`` is one pass of the C reductions (``_C.reduce("prod")``: the
 float dtypes multiplied in double and rounded once, ints in wrapping
@@ -22,6 +26,7 @@ from ._dtype_device import _wrap_dim, float32, int64
 from ._tensor_args import _TB, _check_number, _check_tensor
 from ._tensor_stats import _dims, _extreme
 from .autograd.function import Function
+from .autograd.inplace import inplace as _inplace
 from .autograd.grad_mode import _mode
 
 
@@ -79,22 +84,72 @@ def prod_grad(x, g, dim, keepdim):
     return out.to(x.dtype)
 
 
+class LerpScalar(Function):
+    """lerp with a number weight w: one ``_C.lerp`` pass; the gradients
+    are g * (1 - w) and g * w (PyTorch's LerpBackward0)."""
+
+    node_name = "LerpBackward0"
+    _saves_self = False
+
+    @staticmethod
+    def forward(ctx, start, end, weight):
+        ctx.weight = weight
+        return _C.lerp(start, end, weight)
+
+    @staticmethod
+    def backward(ctx, g):
+        w = ctx.weight
+        need_s, need_e, _ = ctx.needs_input_grad
+        return (_C.binary("mul", g, 1.0 - w) if need_s else None,
+                _C.binary("mul", g, w) if need_e else None, None)
+
+
+class LerpTensor(Function):
+    """lerp with a tensor weight: one ``_C.lerp`` pass; the gradients are
+    g * (1 - weight), g * weight and g * (end - start) (PyTorch's
+    LerpBackward1), summed back over broadcast dims by the engine."""
+
+    node_name = "LerpBackward1"
+
+    @staticmethod
+    def forward(ctx, start, end, weight):
+        need_s, need_e, need_w = ctx.needs_input_grad
+        ctx.save_for_backward(start if need_w else None,
+                              end if need_w else None,
+                              weight if need_s or need_e else None)
+        return _C.lerp(start, end, weight)
+
+    @staticmethod
+    def backward(ctx, g):
+        s, e, w = ctx.saved_tensors
+        need_s, need_e, need_w = ctx.needs_input_grad
+        return (_C.binary("mul", g, _C.binary("sub", 1.0, w))
+                if need_s else None,
+                _C.binary("mul", g, w) if need_e else None,
+                _C.binary("mul", g, _C.binary("sub", e, s))
+                if need_w else None)
+
+
+def _lerp_tensor_graph(node, g):
+    s, e, w = node.saved_tensors
+    need_s, need_e, need_w = node.needs_input_grad
+    return (g * (1.0 - w) if need_s else None, g * w if need_e else None,
+            g * (e - s) if need_w else None)
+
+
 def formulas():
-    """The create_graph formula of Prod (prod_grad is differentiable)."""
+    """The create_graph formulas of Prod (prod_grad is differentiable) and
+    lerp."""
     return {Prod: lambda node, g: (prod_grad(node.saved_tensors[0], g,
                                              node.dim, node.keepdim),
-                                   None, None)}
+                                   None, None),
+            LerpScalar: lambda node, g: (g * (1.0 - node.weight),
+                                         g * node.weight, None),
+            LerpTensor: _lerp_tensor_graph}
 
 
 def _dev(t):
     return "cpu" if t.device_type == "cpu" else f"cuda:{t.device_index}"
-
-
-def _same_dtype(fn, arg, t, other):
-    if other.dtype is not t.dtype:
-        raise RuntimeError(
-            f"{fn}(): expected dtype {t.dtype.name} for `{arg}` but got "
-            f"dtype {other.dtype.name}")
 
 
 def _broadcast_to_self(fn, self, shape):
@@ -161,14 +216,19 @@ class _TensorMore:
 
     def lerp(self, end, weight):
         """self + weight * (end - self), with PyTorch's formula (from the
-        end for |weight| >= 0.5, so weight 1 gives end exactly); end (and
-        a tensor weight) must have self's dtype."""
-        return _lerp("lerp", self, end, weight)
+        end for |weight| >= 0.5, so weight 1 gives end exactly), in one
+        pass; end (and a tensor weight) must have self's dtype and device.
+        """
+        fn, weight = _lerp_args(self, end, weight)
+        if fn is None:
+            return _C.lerp(self, end, weight)
+        return fn.apply(self, end, weight)
 
     def lerp_(self, end, weight):
-        out = _lerp("lerp_", self, end, weight)
-        _broadcast_to_self("lerp_", self, out.shape)
-        return self.copy_(out)
+        fn, weight = _lerp_args(self, end, weight)
+        if fn is None:
+            return _C.lerp(self, end, weight, self)
+        return _inplace(self, fn, end, weight)
 
     def addcmul(self, tensor1, tensor2, *, value=1):
         """self + value * tensor1 * tensor2 (broadcast, promoted)."""
@@ -199,23 +259,17 @@ class _TensorMore:
         return self.copy_(_nan_to_num(self, nan, posinf, neginf))
 
 
-def _lerp(fn, self, end, weight):
-    _check_tensor(fn, "end", end)
-    if not self.dtype.is_floating_point:
-        raise RuntimeError(f"{fn}(): not implemented for {self.dtype.name} "
-                           "tensors (floating point only)")
-    _same_dtype(fn, "end", self, end)
-    s, e = _wide16(self), _wide16(end)
-    d = e - s
-    if isinstance(weight, _TB):
-        _same_dtype(fn, "weight", self, weight)
-        w = _wide16(weight)
-        small = _C.compare("lt", w.detach().abs(), 0.5)
-        out = (s + w * d).where(small, e - d * (1.0 - w))
-    else:
-        w = _check_number(fn, "weight", weight, False)
-        out = s + d * w if abs(w) < 0.5 else e - d * (1.0 - w)
-    return out.to(self.dtype)
+def _lerp_args(self, end, weight):
+    """The Function that records lerp (None when autograd has nothing to
+    record) and the weight, a number coerced to a float."""
+    tensor_w = isinstance(weight, _TB)
+    if not tensor_w:
+        weight = _check_number("lerp", "weight", weight, False)
+    if not (_mode.enabled and (
+            self.requires_grad or getattr(end, "requires_grad", False) or
+            (tensor_w and weight.requires_grad))):
+        return None, weight
+    return (LerpTensor if tensor_w else LerpScalar), weight
 
 
 def _addc_args(fn, self, t1, t2, value):

@@ -1,10 +1,10 @@
 """Optimizer steps on the CPU beside torch: one ``opt.step()`` over the
 parameters of the lab's SimpleCNN (2.2M float32 values in 8 tensors),
-for the fused-kernel optimizers (SGD, Adam) and the ones written with
-element-wise tensor ops (RMSprop, Adagrad), each checked against torch's
-step first.  Both libraries run on one thread, timed by the thread's CPU
-clock (best of ``--repeat``), so that other jobs on a shared machine
-change the figures little.
+for ampc's fused-kernel optimizers (SGD, Adam, RMSprop, Adagrad), each
+checked against torch's step first, and timed beside torch's default
+(for-loop) step and its ``foreach=True`` step.  Both libraries run on one
+thread, timed by the thread's CPU clock (best of ``--repeat``), so that
+other jobs on a shared machine change the figures little.
 
 Not a test: run it by hand.
 
@@ -28,9 +28,14 @@ CASES = [
     ("SGD momentum", "SGD", dict(lr=0.01, momentum=0.9)),
     ("Adam", "Adam", dict(lr=1e-3)),
     ("RMSprop", "RMSprop", dict(lr=1e-3)),
+    ("RMSprop momentum", "RMSprop", dict(lr=1e-3, momentum=0.9)),
     ("RMSprop centered momentum", "RMSprop",
      dict(lr=1e-3, momentum=0.9, centered=True)),
+    ("RMSprop centered momentum wd", "RMSprop",
+     dict(lr=1e-3, momentum=0.9, centered=True, weight_decay=1e-4)),
     ("Adagrad", "Adagrad", dict(lr=1e-2)),
+    ("Adagrad lr_decay wd", "Adagrad",
+     dict(lr=1e-2, lr_decay=1e-3, weight_decay=1e-4)),
 ]
 
 
@@ -41,14 +46,18 @@ def build(lib, cls, kw, values, grads):
     return params, getattr(lib.optim, cls)(params, **kw)
 
 
-def best_ms(step, repeat):
-    step()
-    best = float("inf")
-    for _ in range(repeat):
-        t0 = time.thread_time()
+def best_ms(steps, repeat):
+    """The best time of each step in ms, the steps taken in turn in every
+    round, so that a load that comes and goes meets them alike."""
+    best = [float("inf")] * len(steps)
+    for step in steps:
         step()
-        best = min(best, time.thread_time() - t0)
-    return best * 1e3
+    for _ in range(repeat):
+        for k, step in enumerate(steps):
+            t0 = time.thread_time()
+            step()
+            best[k] = min(best[k], time.thread_time() - t0)
+    return [b * 1e3 for b in best]
 
 
 def main():
@@ -62,14 +71,16 @@ def main():
     values = [rng.standard_normal(s).astype(np.float32) for s in SHAPES]
     grads = [rng.standard_normal(s).astype(np.float32) for s in SHAPES]
     print("| optimizer step, SimpleCNN's parameters | ampc ms | torch ms | "
-          "ampc/torch |\n|---|---:|---:|---:|")
+          "torch foreach ms | ampc/torch | ampc/torch foreach |\n"
+          "|---|---:|---:|---:|---:|---:|")
     for label, cls, kw in CASES:
         _, opt = build(ampc, cls, kw, values, grads)
         if torch is None:
-            print(f"| {label} | {best_ms(opt.step, args.repeat):.2f} | – | "
-                  "– |")
+            ms, = best_ms([opt.step], args.repeat)
+            print(f"| {label} | {ms:.2f} | – | – | – | – |")
             continue
         _, topt = build(torch, cls, kw, values, grads)
+        _, fopt = build(torch, cls, dict(kw, foreach=True), values, grads)
         # the same start and one step each: the results must agree
         a_params, a_opt = build(ampc, cls, kw, values, grads)
         t_params, t_opt = build(torch, cls, kw, values, grads)
@@ -79,9 +90,10 @@ def main():
             np.testing.assert_allclose(a.detach().numpy(),
                                        t.detach().numpy(), rtol=1e-5,
                                        atol=1e-6)
-        ms, tms = best_ms(opt.step, args.repeat), best_ms(topt.step,
-                                                          args.repeat)
-        print(f"| {label} | {ms:.2f} | {tms:.2f} | {ms / tms:.2f} |")
+        ms, tms, fms = best_ms([opt.step, topt.step, fopt.step],
+                               args.repeat)
+        print(f"| {label} | {ms:.2f} | {tms:.2f} | {fms:.2f} | "
+              f"{ms / tms:.2f} | {ms / fms:.2f} |")
 
 
 if __name__ == "__main__":

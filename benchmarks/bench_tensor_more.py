@@ -26,12 +26,15 @@ def cases(device):
     # products near 1, so that 1000 of them neither overflow nor underflow
     near1 = rng.uniform(0.99, 1.01, (1000, 1031)).astype(np.float32)
     wide = rng.standard_normal((1000, 1031)).astype(np.float32)
-    a1, aw = (ampc.tensor(x).to(device) for x in (near1, wide))
-    ah = a1.half()
-    t1 = tw = th = None
+    a1, aw, ac = (ampc.tensor(x).to(device) for x in (near1, wide, wide))
+    ah, awh = a1.half(), aw.half()
+    t1 = tw = tc = th = twh = None
     if torch:
-        t1, tw = (torch.tensor(x).to(device) for x in (near1, wide))
-        th = t1.half()
+        t1, tw, tc = (torch.tensor(x).to(device)
+                      for x in (near1, wide, wide))
+        th, twh = t1.half(), tw.half()
+    h1, hw = (x.astype(np.float16).astype(np.float64) for x in (near1, wide))
+    lerp16 = h1 + 0.3 * (hw - h1)
 
     def close(got, want, rtol=1e-5):
         np.testing.assert_allclose(got.float().cpu().numpy(), want,
@@ -75,6 +78,24 @@ def cases(device):
         ("lerp(0.3)", lambda: aw.lerp(a1, 0.3),
          (lambda: tw.lerp(t1, 0.3)) if torch else None,
          lambda: close(aw.lerp(a1, 0.3), wide + 0.3 * (near1 - wide))),
+        ("lerp(0.7)", lambda: aw.lerp(a1, 0.7),
+         (lambda: tw.lerp(t1, 0.7)) if torch else None,
+         lambda: close(aw.lerp(a1, 0.7), wide + 0.7 * (near1 - wide))),
+        ("lerp(tensor w)", lambda: aw.lerp(a1, aw),
+         (lambda: tw.lerp(t1, tw)) if torch else None,
+         lambda: close(aw.lerp(a1, aw), wide + wide * (near1 - wide),
+                       1e-4)),
+        ("lerp(w row) broadcast", lambda: aw.lerp(a1, aw[0]),
+         (lambda: tw.lerp(t1, tw[0])) if torch else None,
+         lambda: close(aw.lerp(a1, aw[0]),
+                       wide + wide[0] * (near1 - wide), 1e-4)),
+        ("lerp_(0.3) in place", lambda: ac.lerp_(a1, 0.3),
+         (lambda: tc.lerp_(t1, 0.3)) if torch else None,
+         lambda: close(ampc.tensor(wide).to(device).lerp_(a1, 0.3),
+                       wide + 0.3 * (near1 - wide))),
+        ("lerp(0.3) float16", lambda: ah.lerp(awh, 0.3),
+         (lambda: th.lerp(twh, 0.3)) if torch else None,
+         lambda: close(ah.lerp(awh, 0.3), lerp16, 1e-3)),
     ]
 
 

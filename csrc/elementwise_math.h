@@ -1,12 +1,12 @@
 /* elementwise_math.h - the one-value rules of the element-wise ops and
- * reductions, shared by the CPU loops (csrc/cpu/loops.h) and the CUDA
- * kernels (cuda/elementwise.cu, cuda/reduce.cu, cuda/random.cu): NaN rules
- * of maximum/minimum/relu/sign, the float32 math (tanh, log, log2, log10,
- * log1p, expm1, erf, erfc here, sin and cos in trig_math.h: our own
- * polynomials, no libm), pow's shortcuts, wrapping int64 arithmetic, and
- * the exact conversions between dtypes and double.  Static
- * inline in C, __host__ __device__ in nvcc, so the CPU tests cover the code
- * the GPU runs.
+ * reductions, shared by the CPU loops (csrc/cpu/loops.h, lerp_loops.h) and
+ * the CUDA kernels (cuda/elementwise.cu, cuda/reduce.cu, cuda/random.cu,
+ * cuda/lerp.cu): NaN rules of maximum/minimum/relu/sign, torch's lerp, the
+ * float32 math (tanh, log, log2, log10, log1p, expm1, erf, erfc here, sin
+ * and cos in trig_math.h: our own polynomials, no libm), pow's shortcuts,
+ * wrapping int64 arithmetic, and the exact conversions between dtypes and
+ * double.  Static inline in C, __host__ __device__ in nvcc, so the CPU
+ * tests cover the code the GPU runs.
  */
 #ifndef AMPC_ELEMENTWISE_MATH_H
 #define AMPC_ELEMENTWISE_MATH_H
@@ -35,6 +35,19 @@ AMPC_HOST_DEVICE float
 ampc_minimum_f32(float a, float b)
 {
     return a != a ? a : (b != b ? b : (a < b ? a : b));
+}
+
+/* torch's lerp (aten/native/Lerp.h) in float32: start + w * (end - start)
+ * for |w| < 0.5, else end - (end - start) * (1 - w), so that w = 1 gives
+ * end exactly; the rule of nn_math.h ampc_adam_lerp, whose choice is made
+ * once per loop.  Both sides are computed and one is taken, so loops over
+ * it vectorise. */
+AMPC_HOST_DEVICE float
+ampc_lerp_f32(float s, float e, float w)
+{
+    float lo = ampc_adam_lerp(s, e, w, 1.0f - w, 1);
+    float hi = ampc_adam_lerp(s, e, w, 1.0f - w, 0);
+    return ampc_select_f32(fabsf(w) < 0.5f, lo, hi);
 }
 
 /* relu keeps NaN (as torch does); relu(-0) = +0. */

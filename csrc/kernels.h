@@ -211,6 +211,15 @@ typedef void (*ampc_where_fn)(size_t es, int64_t n, const uint8_t *cond,
                               const void *b, int64_t sb, void *out,
                               int64_t so);
 
+/* out[i*so] = lerp(start[i*ss], end[i*se], w) (elementwise_math.h
+ * ampc_lerp_f32), w = weight[i*sw], or `scalar` for every element when
+ * weight is NULL (a Python number stays float32, as PyTorch's opmath);
+ * float dtypes only. */
+typedef void (*ampc_lerp_fn)(ampc_dtype dt, int64_t n, const void *start,
+                             int64_t ss, const void *end, int64_t se,
+                             const void *weight, int64_t sw, float scalar,
+                             void *out, int64_t so);
+
 // ----------------------------------------------------------------------------
 // advanced indexing and nonzero (Python side: csrc/index_ops.c)
 
@@ -615,80 +624,8 @@ typedef void (*ampc_masked_scale_fn)(ampc_dtype dt, int64_t n, const void *x,
                                      const uint8_t *mask, float scale,
                                      void *y);
 
-/* torch.optim.SGD's step; the constants are rounded to float32 as torch's
- * CPU kernels take them.
- *
- * grad_scale and found_inf (PyTorch's _step_supports_amp_scaling contract;
- * NULL when absent) are float32 scalars in the memory of the kernel's
- * device (host pointers for the CPU kernels): when *found_inf != 0 the step
- * writes nothing at all; when grad_scale is set, the gradient used is
- * grad * (1 / *grad_scale), and that unscaled gradient is written back to
- * the grad tensor, as torch's fused kernels do. */
-typedef struct {
-    float lr, momentum, one_minus_dampening, weight_decay;
-    int nesterov, maximize;
-    int first_step;             /* the buffer is set to the gradient */
-    const float *grad_scale;
-    const float *found_inf;
-    /* CPU kernels: NULL, or a kept float16/bfloat16 cast of the float32
-     * parameter (weight_casts.h), written from the updated values in the
-     * same pass (the CUDA kernels take ampc_optim_list.kept) */
-    void *kept;
-    ampc_dtype kept_dtype;
-} ampc_sgd_args;
-
-/* The parameters of one multi-tensor optimizer step, all of one dtype on
- * one device and none sharing memory with another: tensor t has numel[t]
- * elements at param[t], grad[t] and state[s][t] for each state tensor s
- * the optimizer keeps (SGD: the momentum buffer; Adam: exp_avg,
- * exp_avg_sq, max_exp_avg_sq); state[s] is NULL where not kept.  step:
- * NULL, or Adam's per-parameter float32 step counters (as
- * ampc_adam_args.step).  kept: NULL, or per float32 parameter NULL or its
- * kept cast (weight_casts.h), of dtype kept_dtype[t], which the step
- * rewrites from the updated parameter in the same pass. */
-typedef struct {
-    int64_t n;
-    const int64_t *numel;
-    void *const *param;
-    void *const *grad;
-    void *const *state[3];
-    float *const *step;
-    void *const *kept;
-    const int8_t *kept_dtype;
-} ampc_optim_list;
-
-/* param, grad, momentum_buffer (n) (NULL when momentum == 0), one pass */
-typedef void (*ampc_sgd_step_fn)(const ampc_sgd_args *a, ampc_dtype dt,
-                                 int64_t n, void *param, void *grad,
-                                 void *momentum_buffer);
-
-/* torch.optim.Adam's step (AdamW when decoupled), with its bias
- * corrections for this step folded into neg_step_size = -lr / (1 -
- * beta1^step) and bias_correction2_sqrt = sqrt(1 - beta2^step). */
-typedef struct {
-    float one_minus_beta1, beta2, one_minus_beta2, eps, weight_decay;
-    float decay;                /* 1 - lr * weight_decay (decoupled) */
-    float neg_step_size, bias_correction2_sqrt;
-    int maximize, decoupled;
-    const float *grad_scale;    /* as ampc_sgd_args; NULL when absent */
-    const float *found_inf;
-    /* NULL, or the float32 step counter in the kernel's memory (torch's
-     * capturable / fused state "step"): the kernel adds 1 to it unless the
-     * step is skipped and then computes neg_step_size and
-     * bias_correction2_sqrt from it, lr, beta1 and beta2 (nn_math.h
-     * ampc_adam_bias_corrections), so that no host sync is needed. */
-    float *step;
-    double lr, beta1, beta2_f64;
-    void *kept;                 /* as ampc_sgd_args */
-    ampc_dtype kept_dtype;
-} ampc_adam_args;
-
-/* param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq (n) (NULL unless
- * amsgrad), one pass */
-typedef void (*ampc_adam_step_fn)(const ampc_adam_args *a, ampc_dtype dt,
-                                  int64_t n, void *param, void *grad,
-                                  void *exp_avg, void *exp_avg_sq,
-                                  void *max_exp_avg_sq);
+/* the fused optimizer steps: SGD, Adam/AdamW, RMSprop, Adagrad */
+#include "kernels_optim.h"
 
 // ----------------------------------------------------------------------------
 // normalisation layers: batch norm and layer norm (csrc/cpu/*/norm.c, bodies

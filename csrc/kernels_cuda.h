@@ -240,6 +240,13 @@ typedef struct {
  * copied bit for bit. */
 typedef int (*ampc_cuda_where_fn)(size_t es, const ampc_iter *it,
                                   const ampc_cuda_where_values *v);
+
+/* kernels.h ampc_lerp_fn over a whole iteration (cuda/lerp.cu): its
+ * operands are out, start, end and, when it->nops == 4, weight, all of the
+ * float dtype dt in device memory (broadcast ones at stride 0); with three
+ * operands every element takes the weight `scalar`. */
+typedef int (*ampc_cuda_lerp_fn)(ampc_dtype dt, const ampc_iter *it,
+                                 float scalar);
 /* The CPU's ampc_reduce_fn on device memory: x contiguous (outer, r, inner)
  * -> out (outer, inner), idx (outer, inner); deterministic (fixed
  * combining order, no atomics), NaN wins, first index on ties. */
@@ -518,6 +525,17 @@ typedef int (*ampc_cuda_sgd_step_fn)(const ampc_sgd_args *a, ampc_dtype dt,
 typedef int (*ampc_cuda_adam_step_fn)(const ampc_adam_args *a,
                                       ampc_dtype dt,
                                       const ampc_optim_list *l);
+/* kernels_optim.h ampc_rmsprop_step_fn / ampc_adagrad_step_fn likewise:
+ * RMSprop's state[0..2] are square_avg, momentum_buffer and grad_avg (the
+ * last two NULL where not kept), Adagrad's state[0] is sum; l->step the
+ * counters (or NULL; a->step is not read), advanced by a launch before the
+ * step's, from which Adagrad's kernel then forms -clr. */
+typedef int (*ampc_cuda_rmsprop_step_fn)(const ampc_rmsprop_args *a,
+                                         ampc_dtype dt,
+                                         const ampc_optim_list *l);
+typedef int (*ampc_cuda_adagrad_step_fn)(const ampc_adagrad_args *a,
+                                         ampc_dtype dt,
+                                         const ampc_optim_list *l);
 
 // ----------------------------------------------------------------------------
 // normalisation layers (cuda/norm.cu; Python side in csrc/nn_norm.c): the

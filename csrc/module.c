@@ -464,6 +464,7 @@ extern PyMethodDef ampc_ops_methods[];
 extern PyMethodDef ampc_memory_methods[];
 extern PyMethodDef ampc_elementwise_methods[];
 extern PyMethodDef ampc_where_methods[];
+extern PyMethodDef ampc_lerp_methods[];
 extern PyMethodDef ampc_reduce_methods[];
 extern PyMethodDef ampc_index_methods[];
 extern PyMethodDef ampc_scatter_methods[];
@@ -484,6 +485,7 @@ extern PyMethodDef ampc_nn_loss_methods[];
 extern PyMethodDef ampc_nn_mse_methods[];
 extern PyMethodDef ampc_nn_norm_methods[];
 extern PyMethodDef ampc_optim_methods[];
+extern PyMethodDef ampc_optim_adaptive_methods[];
 extern PyMethodDef ampc_amp_methods[];
 extern PyMethodDef ampc_grad_norm_methods[];
 extern PyMethodDef ampc_autocast_functions[];
@@ -502,6 +504,7 @@ join_functions(void)
                                    ampc_memory_methods,
                                    ampc_elementwise_methods,
                                    ampc_where_methods,
+                                   ampc_lerp_methods,
                                    ampc_reduce_methods, ampc_random_methods,
                                    ampc_index_methods, ampc_scatter_methods,
                                    ampc_scan_methods, ampc_sort_methods,
@@ -516,7 +519,9 @@ join_functions(void)
                                    ampc_stats_methods,
                                    ampc_nn_loss_methods,
                                    ampc_nn_mse_methods, ampc_nn_norm_methods,
-                                   ampc_optim_methods, ampc_amp_methods,
+                                   ampc_optim_methods,
+                                   ampc_optim_adaptive_methods,
+                                   ampc_amp_methods,
                                    ampc_grad_norm_methods,
                                    ampc_autocast_functions,
                                    ampc_autocast_policy_functions,

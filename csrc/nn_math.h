@@ -2,9 +2,9 @@
  * optimizer steps, shared by the CPU loops (csrc/cpu/nn_loops.h) and the
  * CUDA kernels (cuda/relu.cu, pool.cu, softmax.cu, loss.cu, dropout.cu,
  * optim.cu): the relu backward rule, the max-pool window rule, exp, the
- * softmax and loss terms, and the SGD and Adam updates.  Static inline in C,
- * __host__ __device__ in nvcc (amp_math.h's AMPC_HOST_DEVICE), so the CPU
- * tests cover the exact code the GPU runs.
+ * softmax and loss terms, and the SGD, Adam, RMSprop and Adagrad updates.
+ * Static inline in C, __host__ __device__ in nvcc (amp_math.h's
+ * AMPC_HOST_DEVICE), so the CPU tests cover the exact code the GPU runs.
  *
  * NOTE: nvcc contracts a * b + c into one FMA by default, gcc in -std=c11
  * does not.  Products that feed a sum go through AMPC_MUL / AMPC_ADD /
@@ -495,6 +495,94 @@ ampc_adam_one(const ampc_adam_args *a, float p, float g, float *m, float *v,
     }
     return ampc_adam_param(p, *m, sqrtf(den), a->neg_step_size,
                            a->bias_correction2_sqrt, a->eps);
+}
+
+// ----------------------------------------------------------------------------
+// RMSprop and Adagrad (torch/optim/rmsprop.py, adagrad.py, single-tensor)
+
+/* The denominator of both: sqrt(x) + eps, from the exact square root. */
+AMPC_HOST_DEVICE float
+ampc_optim_den(float sqrt_x, float eps)
+{
+    return AMPC_ADD(sqrt_x, eps);
+}
+
+/* p + (value * d) / den: torch's param.addcdiv_(d, den, value=value). */
+AMPC_HOST_DEVICE float
+ampc_optim_addcdiv(float p, float value, float d, float den)
+{
+    return AMPC_ADD(p, AMPC_MUL(value, d) / den);
+}
+
+/* RMSprop centered: square_avg.addcmul(grad_avg, grad_avg, value=-1),
+ * the radicand of the denominator. */
+AMPC_HOST_DEVICE float
+ampc_rmsprop_centered(float v, float m)
+{
+    return AMPC_SUB(v, AMPC_MUL(m, m));
+}
+
+/* RMSprop momentum: buf.mul_(momentum).addcdiv_(d, den). */
+AMPC_HOST_DEVICE float
+ampc_rmsprop_buf(float buf, float momentum, float d, float den)
+{
+    return AMPC_ADD(AMPC_MUL(buf, momentum), d / den);
+}
+
+/* One RMSprop element from its unscaled gradient g (the stages of the
+ * CPU's blocked loop, in its order): returns the new param and updates *v
+ * and, when centered, *m (grad_avg) and, when has_buf, *buf. */
+AMPC_HOST_DEVICE float
+ampc_rmsprop_one(const ampc_rmsprop_args *a, float p, float g, float *v,
+                 int centered, float *m, int has_buf, float *buf)
+{
+    float d = ampc_optim_grad(g, a->maximize ? -1.0f : 1.0f);
+    if (a->weight_decay != 0.0f) {
+        d = ampc_optim_l2(d, a->weight_decay, p);
+    }
+    /* square_avg.mul_(alpha).addcmul_(d, d, value=1 - alpha) */
+    *v = ampc_adam_sq(*v, d, a->alpha, a->one_minus_alpha);
+    float x = *v;
+    if (centered) {
+        float w = a->one_minus_alpha;
+        *m = ampc_adam_lerp(*m, d, w, 1.0f - w, fabsf(w) < 0.5f);
+        x = ampc_rmsprop_centered(*v, *m);
+    }
+    float den = ampc_optim_den(sqrtf(x), a->eps);
+    if (has_buf) {
+        *buf = ampc_rmsprop_buf(*buf, a->momentum, d, den);
+        return ampc_sgd_param(p, a->neg_lr, *buf);
+    }
+    return ampc_optim_addcdiv(p, a->neg_lr, d, den);
+}
+
+/* Adagrad: state_sum.addcmul_(d, d, value=1). */
+AMPC_HOST_DEVICE float
+ampc_adagrad_sum(float s, float d)
+{
+    return AMPC_ADD(s, AMPC_MUL(d, d));
+}
+
+/* -clr for the 1-based step number, in double as torch computes it in
+ * Python floats: -(lr / (1 + (step - 1) * lr_decay)). */
+AMPC_HOST_DEVICE float
+ampc_adagrad_neg_clr(double lr, double lr_decay, double step)
+{
+    return (float)(-(lr / AMPC_DADD(1.0, AMPC_DMUL(step - 1.0, lr_decay))));
+}
+
+/* One Adagrad element from its unscaled gradient g: returns the new param
+ * and updates *s. */
+AMPC_HOST_DEVICE float
+ampc_adagrad_one(const ampc_adagrad_args *a, float p, float g, float *s)
+{
+    float d = ampc_optim_grad(g, a->maximize ? -1.0f : 1.0f);
+    if (a->weight_decay != 0.0f) {
+        d = ampc_optim_l2(d, a->weight_decay, p);
+    }
+    *s = ampc_adagrad_sum(*s, d);
+    return ampc_optim_addcdiv(p, a->neg_clr, d,
+                              ampc_optim_den(sqrtf(*s), a->eps));
 }
 
 #endif /* AMPC_NN_MATH_H */

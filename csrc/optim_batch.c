@@ -360,3 +360,131 @@ ampc_optim_batch_free(ampc_optim_batch *b)
     PyMem_Free(b->kept_fresh);
     memset(b, 0, sizeof(*b));
 }
+
+// ----------------------------------------------------------------------------
+// the calls
+
+int
+ampc_optim_amp_args(const char *fn, PyObject *gs_obj, PyObject *fi_obj,
+                    AmpcTensorObject *p0, const float **grad_scale,
+                    const float **found_inf)
+{
+    float *gs, *fi;
+    if (ampc_optim_scalar_arg(fn, "grad_scale", gs_obj, p0, &gs) < 0 ||
+        ampc_optim_scalar_arg(fn, "found_inf", fi_obj, p0, &fi) < 0) {
+        return -1;
+    }
+    *grad_scale = gs;
+    *found_inf = fi;
+    return 0;
+}
+
+int
+ampc_optim_list_args(const char *fn, PyObject *const *objs,
+                     const char *const *names, const int *optional, int k,
+                     PyObject **seq, Py_ssize_t *n)
+{
+    for (int j = 0; j < k; j++) {
+        seq[j] = NULL;
+    }
+    for (int j = 0; j < k; j++) {
+        if (optional[j] && objs[j] == Py_None) {
+            continue;
+        }
+        if ((seq[j] = ampc_optim_sequence(fn, names[j], objs[j])) == NULL) {
+            return -1;
+        }
+    }
+    *n = PySequence_Fast_GET_SIZE(seq[0]);
+    for (int j = 1; j < k; j++) {
+        if (seq[j] != NULL && PySequence_Fast_GET_SIZE(seq[j]) != *n) {
+            PyErr_Format(PyExc_ValueError,
+                         "%s(): %s has %zd tensors but %s has %zd; every "
+                         "list needs one per parameter",
+                         fn, names[j], PySequence_Fast_GET_SIZE(seq[j]),
+                         names[0], *n);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+void
+ampc_optim_free_lists(PyObject **seq, int k)
+{
+    for (int j = 0; j < k; j++) {
+        Py_XDECREF(seq[j]);
+    }
+}
+
+PyObject *
+ampc_optim_item(PyObject *seq, Py_ssize_t i)
+{
+    return seq != NULL ? PySequence_Fast_GET_ITEM(seq, i) : Py_None;
+}
+
+PyObject *
+ampc_optim_run_step(const char *fn, const void *args, int unscaled,
+                    ampc_optim_entry *e, Py_ssize_t n,
+                    ampc_optim_cuda_step_fn cuda_step,
+                    ampc_optim_cpu_step_fn cpu_step)
+{
+    ampc_optim_batch b;
+    if (ampc_optim_batch_init(fn, &b, e, n) < 0) {
+        return NULL;
+    }
+    ampc_dtype dt = e[0].param->dtype;
+    if (ampc_is_cuda(e[0].param)) {
+        Py_ssize_t per = b.shared ? 1 : n;
+        for (Py_ssize_t i = 0; i < n; i += per) {
+            ampc_optim_list l = ampc_optim_batch_list(&b, i, per);
+            int rc = cuda_step(args, dt, &l);
+            if (rc != 0) {
+                ampc_optim_batch_free(&b);
+                return ampc_cuda_raise(fn, rc);
+            }
+        }
+    }
+    else {
+        PyThreadState *save = b.total >= RELEASE_GIL_MIN ? PyEval_SaveThread()
+                                                         : NULL;
+        for (Py_ssize_t i = 0; i < n; i++) {
+            ampc_optim_list l = ampc_optim_batch_list(&b, i, 1);
+            cpu_step(args, dt, &l);
+        }
+        if (save != NULL) {
+            PyEval_RestoreThread(save);
+        }
+    }
+    int rc = ampc_optim_batch_finish(&b, unscaled);
+    ampc_optim_batch_free(&b);
+    return rc < 0 ? NULL : Py_NewRef(Py_None);
+}
+
+int
+ampc_optim_step_number(const char *fn, PyObject *step_obj, double *step)
+{
+    if (!PyFloat_Check(step_obj) && !PyLong_Check(step_obj)) {
+        PyErr_Format(PyExc_TypeError,
+                     "%s(): argument 'step' must be a number or a "
+                     "one-element float32 tensor, not %.100s",
+                     fn, Py_TYPE(step_obj)->tp_name);
+        return -1;
+    }
+    *step = PyFloat_AsDouble(step_obj);
+    if (*step == -1.0 && PyErr_Occurred()) {
+        return -1;
+    }
+    if (!(*step >= 1.0)) {
+        PyObject *num = PyFloat_FromDouble(*step);
+        if (num != NULL) {
+            PyErr_Format(PyExc_ValueError,
+                         "%s(): step is the 1-based number of this step and "
+                         "must be >= 1, got %R",
+                         fn, num);
+            Py_DECREF(num);
+        }
+        return -1;
+    }
+    return 0;
+}

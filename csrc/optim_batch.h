@@ -95,4 +95,46 @@ int ampc_optim_batch_finish(ampc_optim_batch *b, int unscaled);
 
 void ampc_optim_batch_free(ampc_optim_batch *b);
 
+// ----------------------------------------------------------------------------
+// the calls (optim_ops.c, optim_ops_adaptive.c)
+
+/* The found_inf and grad_scale of a call, on its first parameter's device
+ * (NULL for None). */
+int ampc_optim_amp_args(const char *fn, PyObject *gs_obj, PyObject *fi_obj,
+                        AmpcTensorObject *p0, const float **grad_scale,
+                        const float **found_inf);
+
+/* A step given as a number (Adam's, Adagrad's): the 1-based number of
+ * this step, *step >= 1; -1 with TypeError or ValueError otherwise. */
+int ampc_optim_step_number(const char *fn, PyObject *step_obj, double *step);
+
+/* The list call's lists, as new PySequence_Fast objects in seq[k] (NULL
+ * for an optional None), all of the first's length; *n = that length.
+ * Free them with ampc_optim_free_lists, also after an error. */
+int ampc_optim_list_args(const char *fn, PyObject *const *objs,
+                         const char *const *names, const int *optional,
+                         int k, PyObject **seq, Py_ssize_t *n);
+void ampc_optim_free_lists(PyObject **seq, int k);
+
+/* Item i of a list of ampc_optim_list_args (None for an absent list).
+ * Borrowed. */
+PyObject *ampc_optim_item(PyObject *seq, Py_ssize_t i);
+
+/* An optimizer's kernels for ampc_optim_run_step: on a GPU the whole list
+ * (the CUDA table's slot), on the CPU one parameter (l->n == 1). */
+typedef int (*ampc_optim_cuda_step_fn)(const void *args, ampc_dtype dt,
+                                       const ampc_optim_list *l);
+typedef void (*ampc_optim_cpu_step_fn)(const void *args, ampc_dtype dt,
+                                       const ampc_optim_list *l);
+
+/* The step on n >= 1 checked parameters: on a GPU, cuda_step on the whole
+ * list (parameters that share memory one launch each, in order); on the
+ * CPU, cpu_step on each parameter, without the GIL when the step is large.
+ * unscaled: a grad_scale was given (the grads are written back).  None, or
+ * NULL with an exception. */
+PyObject *ampc_optim_run_step(const char *fn, const void *args, int unscaled,
+                              ampc_optim_entry *e, Py_ssize_t n,
+                              ampc_optim_cuda_step_fn cuda_step,
+                              ampc_optim_cpu_step_fn cpu_step);
+
 #endif /* AMPC_OPTIM_BATCH_H */

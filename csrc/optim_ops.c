@@ -24,114 +24,6 @@
 #include "ops.h"
 #include "optim_batch.h"
 
-/* The found_inf and grad_scale of a call, on its first parameter's device
- * (NULL for None). */
-static int
-amp_args(const char *fn, PyObject *gs_obj, PyObject *fi_obj,
-         AmpcTensorObject *p0, const float **grad_scale,
-         const float **found_inf)
-{
-    float *gs, *fi;
-    if (ampc_optim_scalar_arg(fn, "grad_scale", gs_obj, p0, &gs) < 0 ||
-        ampc_optim_scalar_arg(fn, "found_inf", fi_obj, p0, &fi) < 0) {
-        return -1;
-    }
-    *grad_scale = gs;
-    *found_inf = fi;
-    return 0;
-}
-
-/* The list call's lists, as new PySequence_Fast objects in seq[k] (NULL
- * for an optional None), all of the first's length; *n = that length. */
-static int
-list_args(const char *fn, PyObject *const *objs, const char *const *names,
-          const int *optional, int k, PyObject **seq, Py_ssize_t *n)
-{
-    for (int j = 0; j < k; j++) {
-        seq[j] = NULL;
-    }
-    for (int j = 0; j < k; j++) {
-        if (optional[j] && objs[j] == Py_None) {
-            continue;
-        }
-        if ((seq[j] = ampc_optim_sequence(fn, names[j], objs[j])) == NULL) {
-            return -1;
-        }
-    }
-    *n = PySequence_Fast_GET_SIZE(seq[0]);
-    for (int j = 1; j < k; j++) {
-        if (seq[j] != NULL && PySequence_Fast_GET_SIZE(seq[j]) != *n) {
-            PyErr_Format(PyExc_ValueError,
-                         "%s(): %s has %zd tensors but %s has %zd; every "
-                         "list needs one per parameter",
-                         fn, names[j], PySequence_Fast_GET_SIZE(seq[j]),
-                         names[0], *n);
-            return -1;
-        }
-    }
-    return 0;
-}
-
-static void
-free_lists(PyObject **seq, int k)
-{
-    for (int j = 0; j < k; j++) {
-        Py_XDECREF(seq[j]);
-    }
-}
-
-static PyObject *
-item(PyObject *seq, Py_ssize_t i)
-{
-    return seq != NULL ? PySequence_Fast_GET_ITEM(seq, i) : Py_None;
-}
-
-typedef int (*cuda_step_fn)(const void *args, ampc_dtype dt,
-                            const ampc_optim_list *l);
-typedef void (*cpu_step_fn)(const void *args, ampc_dtype dt,
-                            const ampc_optim_list *l);
-
-/* The step on n >= 1 checked parameters: on a GPU, cuda_step on the whole
- * list (parameters that share memory one launch each, in order); on the
- * CPU, cpu_step on each parameter, without the GIL when the step is large.
- * unscaled: a grad_scale was given (the grads are written back). */
-static PyObject *
-run_step(const char *fn, const void *args, int unscaled,
-         ampc_optim_entry *e, Py_ssize_t n, cuda_step_fn cuda_step,
-         cpu_step_fn cpu_step)
-{
-    ampc_optim_batch b;
-    if (ampc_optim_batch_init(fn, &b, e, n) < 0) {
-        return NULL;
-    }
-    ampc_dtype dt = e[0].param->dtype;
-    if (ampc_is_cuda(e[0].param)) {
-        Py_ssize_t per = b.shared ? 1 : n;
-        for (Py_ssize_t i = 0; i < n; i += per) {
-            ampc_optim_list l = ampc_optim_batch_list(&b, i, per);
-            int rc = cuda_step(args, dt, &l);
-            if (rc != 0) {
-                ampc_optim_batch_free(&b);
-                return ampc_cuda_raise(fn, rc);
-            }
-        }
-    }
-    else {
-        PyThreadState *save = b.total >= RELEASE_GIL_MIN ? PyEval_SaveThread()
-                                                         : NULL;
-        for (Py_ssize_t i = 0; i < n; i++) {
-            ampc_optim_list l = ampc_optim_batch_list(&b, i, 1);
-            cpu_step(args, dt, &l);
-        }
-        if (save != NULL) {
-            PyEval_RestoreThread(save);
-        }
-    }
-    int rc = ampc_optim_batch_finish(&b, unscaled);
-    ampc_optim_batch_free(&b);
-    return rc < 0 ? NULL : Py_NewRef(Py_None);
-}
-
 // ----------------------------------------------------------------------------
 // SGD
 
@@ -228,13 +120,15 @@ op_sgd_step_(PyObject *module, PyObject *args, PyObject *kwds)
                                      &a.nesterov, &a.maximize, &a.first_step,
                                      &gs_obj, &fi_obj) ||
         (p = ampc_optim_state_arg(fn, "param", p_obj, NULL)) == NULL ||
-        amp_args(fn, gs_obj, fi_obj, p, &a.grad_scale, &a.found_inf) < 0 ||
+        ampc_optim_amp_args(fn, gs_obj, fi_obj, p, &a.grad_scale,
+                            &a.found_inf) < 0 ||
         sgd_args_check(fn, &a, lr, momentum, dampening, weight_decay) < 0 ||
         sgd_entry(fn, -1, p_obj, g_obj, b_obj, momentum != 0.0, NULL, &e) <
             0) {
         return NULL;
     }
-    return run_step(fn, &a, a.grad_scale != NULL, &e, 1, sgd_cuda, sgd_cpu);
+    return ampc_optim_run_step(fn, &a, a.grad_scale != NULL, &e, 1,
+                               sgd_cuda, sgd_cpu);
 }
 
 static PyObject *
@@ -261,7 +155,7 @@ op_sgd_foreach_step_(PyObject *module, PyObject *args, PyObject *kwds)
         sgd_args_check(fn, &a, lr, momentum, dampening, weight_decay) < 0) {
         return NULL;
     }
-    if (list_args(fn, objs, names, optional, 3, seq, &n) < 0) {
+    if (ampc_optim_list_args(fn, objs, names, optional, 3, seq, &n) < 0) {
         goto done;
     }
     if (n == 0) {
@@ -273,20 +167,21 @@ op_sgd_foreach_step_(PyObject *module, PyObject *args, PyObject *kwds)
         goto done;
     }
     for (Py_ssize_t i = 0; i < n; i++) {
-        if (sgd_entry(fn, i, item(seq[0], i), item(seq[1], i),
-                      item(seq[2], i), momentum != 0.0,
+        if (sgd_entry(fn, i, ampc_optim_item(seq[0], i),
+                      ampc_optim_item(seq[1], i), ampc_optim_item(seq[2], i),
+                      momentum != 0.0,
                       i > 0 ? e[0].param : NULL, &e[i]) < 0) {
             goto done;
         }
     }
-    if (amp_args(fn, gs_obj, fi_obj, e[0].param, &a.grad_scale,
-                 &a.found_inf) == 0) {
-        result = run_step(fn, &a, a.grad_scale != NULL, e, n, sgd_cuda,
-                          sgd_cpu);
+    if (ampc_optim_amp_args(fn, gs_obj, fi_obj, e[0].param, &a.grad_scale,
+                            &a.found_inf) == 0) {
+        result = ampc_optim_run_step(fn, &a, a.grad_scale != NULL, e, n,
+                                     sgd_cuda, sgd_cpu);
     }
 done:
     PyMem_Free(e);
-    free_lists(seq, 3);
+    ampc_optim_free_lists(seq, 3);
     return result;
 }
 
@@ -326,26 +221,8 @@ adam_args_check(ampc_adam_args *a, double lr, double beta1, double beta2,
 static int
 adam_host_step(const char *fn, PyObject *step_obj, ampc_adam_args *a)
 {
-    if (!PyFloat_Check(step_obj) && !PyLong_Check(step_obj)) {
-        PyErr_Format(PyExc_TypeError,
-                     "%s(): argument 'step' must be a number or a "
-                     "one-element float32 tensor, not %.100s",
-                     fn, Py_TYPE(step_obj)->tp_name);
-        return -1;
-    }
-    double step = PyFloat_AsDouble(step_obj);
-    if (step == -1.0 && PyErr_Occurred()) {
-        return -1;
-    }
-    if (!(step >= 1.0)) {
-        PyObject *num = PyFloat_FromDouble(step);
-        if (num != NULL) {
-            PyErr_Format(PyExc_ValueError,
-                         "%s(): step is the 1-based number of this step and "
-                         "must be >= 1, got %R",
-                         fn, num);
-            Py_DECREF(num);
-        }
+    double step;
+    if (ampc_optim_step_number(fn, step_obj, &step) < 0) {
         return -1;
     }
     ampc_adam_bias_corrections(a->lr, a->beta1, a->beta2_f64, step,
@@ -440,7 +317,8 @@ op_adam_step_(PyObject *module, PyObject *args, PyObject *kwds)
             &beta2, &eps, &weight_decay, &amsgrad, &a.maximize,
             &a.decoupled, &gs_obj, &fi_obj) ||
         (p = ampc_optim_state_arg(fn, "param", objs[0], NULL)) == NULL ||
-        amp_args(fn, gs_obj, fi_obj, p, &a.grad_scale, &a.found_inf) < 0 ||
+        ampc_optim_amp_args(fn, gs_obj, fi_obj, p, &a.grad_scale,
+                            &a.found_inf) < 0 ||
         adam_args_check(&a, lr, beta1, beta2, eps, weight_decay) < 0) {
         return NULL;
     }
@@ -452,8 +330,8 @@ op_adam_step_(PyObject *module, PyObject *args, PyObject *kwds)
                    &e) < 0) {
         return NULL;
     }
-    return run_step(fn, &a, a.grad_scale != NULL, &e, 1, adam_cuda,
-                    adam_cpu);
+    return ampc_optim_run_step(fn, &a, a.grad_scale != NULL, &e, 1,
+                               adam_cuda, adam_cpu);
 }
 
 static PyObject *
@@ -494,7 +372,7 @@ op_adam_foreach_step_(PyObject *module, PyObject *args, PyObject *kwds)
         optional[5] = 1;
         objs[5] = Py_None;
     }
-    if (list_args(fn, objs, names, optional, 6, seq, &n) < 0) {
+    if (ampc_optim_list_args(fn, objs, names, optional, 6, seq, &n) < 0) {
         goto done;
     }
     if (n == 0) {
@@ -508,9 +386,9 @@ op_adam_foreach_step_(PyObject *module, PyObject *args, PyObject *kwds)
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *row[5];
         for (int j = 0; j < 5; j++) {
-            row[j] = item(seq[j], i);
+            row[j] = ampc_optim_item(seq[j], i);
         }
-        PyObject *step_obj = item(seq[5], i);
+        PyObject *step_obj = ampc_optim_item(seq[5], i);
         if (counters && !ampc_tensor_check(step_obj)) {
             PyErr_Format(PyExc_TypeError,
                          "%s(): steps[%zd] must be a one-element float32 "
@@ -524,14 +402,14 @@ op_adam_foreach_step_(PyObject *module, PyObject *args, PyObject *kwds)
             goto done;
         }
     }
-    if (amp_args(fn, gs_obj, fi_obj, e[0].param, &a.grad_scale,
-                 &a.found_inf) == 0) {
-        result = run_step(fn, &a, a.grad_scale != NULL, e, n, adam_cuda,
-                          adam_cpu);
+    if (ampc_optim_amp_args(fn, gs_obj, fi_obj, e[0].param, &a.grad_scale,
+                            &a.found_inf) == 0) {
+        result = ampc_optim_run_step(fn, &a, a.grad_scale != NULL, e, n,
+                                     adam_cuda, adam_cpu);
     }
 done:
     PyMem_Free(e);
-    free_lists(seq, 6);
+    ampc_optim_free_lists(seq, 6);
     return result;
 }
 

@@ -1,6 +1,6 @@
-/* optim.cu - the fused SGD and Adam/AdamW steps on CUDA, float32 math in
- * registers (nn_math.h ampc_sgd_one / ampc_adam_one, the CPU's stages in
- * the CPU's order), 128-bit loads and stores where a parameter's tensors
+/* optim.cu - the fused SGD, Adam/AdamW, RMSprop and Adagrad steps on
+ * CUDA, float32 math in registers (nn_math.h ampc_sgd_one, ampc_adam_one,
+ * ampc_rmsprop_one, ampc_adagrad_one: the CPU's stages in the CPU's order), 128-bit loads and stores where a parameter's tensors
  * are all 16-byte aligned.  Each step updates a whole list of parameters
  * in one launch, one block per chunk of a parameter (multi_tensor.cuh).
  * A parameter's kept cast (weight_casts.h) is written from the updated
@@ -33,7 +33,7 @@ struct optim_launch {
     void *param[OPTIM_MAX_TENSORS];
     void *grad[OPTIM_MAX_TENSORS];
     void *state[3][OPTIM_MAX_TENSORS];  /* NULL where not kept */
-    float *step[OPTIM_MAX_TENSORS];     /* Adam's counters, or NULL */
+    float *step[OPTIM_MAX_TENSORS];     /* step counters, or NULL */
     void *kept[OPTIM_MAX_TENSORS];      /* kept casts, or NULL */
     int8_t kept_dtype[OPTIM_MAX_TENSORS];
     int64_t numel[OPTIM_MAX_TENSORS];
@@ -41,7 +41,9 @@ struct optim_launch {
     uint8_t aligned[OPTIM_MAX_TENSORS]; /* all its tensors 16-byte aligned */
     int32_t n;
 };
-static_assert(sizeof(optim_launch) + sizeof(ampc_adam_args) <= 32764,
+static_assert(sizeof(optim_launch) + sizeof(ampc_adam_args) <= 32764 &&
+                  sizeof(ampc_adam_args) >= sizeof(ampc_rmsprop_args) &&
+                  sizeof(ampc_adam_args) >= sizeof(ampc_adagrad_args),
               "kernel parameters beyond CUDA's limit");
 
 /* This block's parameter t and its elements [*begin, *end). */
@@ -192,10 +194,10 @@ sgd_step_kernel(ampc_sgd_args a, optim_launch L)
 }
 
 /* Thread t: parameter t's step counter advances unless the step is
- * skipped (empty parameters too).  Queued before adam_step_kernel, which
- * then reads the new counts. */
+ * skipped (empty parameters too).  Queued before the step's kernel, which
+ * then reads the new counts (Adam, Adagrad). */
 __global__ void
-adam_count_kernel(optim_launch L, const float *found_inf)
+step_count_kernel(optim_launch L, const float *found_inf)
 {
     int t = blockIdx.x * blockDim.x + threadIdx.x;
     if (t < L.n && !ampc_optim_skip(found_inf)) {
@@ -282,6 +284,145 @@ adam_step_kernel(ampc_adam_args a, optim_launch L)
     }
 }
 
+/* grid: one block per (parameter, chunk) of the launch; state[0..2]:
+ * square_avg, momentum_buffer, grad_avg (the last two NULL where not
+ * kept). */
+template <ampc_dtype DT>
+__global__ void
+rmsprop_step_kernel(ampc_rmsprop_args a, optim_launch L)
+{
+    if (ampc_optim_skip(a.found_inf)) {
+        return;
+    }
+    constexpr int N = nn_pack<DT>::N;
+    int64_t begin, end;
+    int t = optim_chunk(L, &begin, &end);
+    nn_t<DT> *param = (nn_t<DT> *)L.param[t];
+    nn_t<DT> *grad = (nn_t<DT> *)L.grad[t];
+    nn_t<DT> *square_avg = (nn_t<DT> *)L.state[0][t];
+    nn_t<DT> *buf = (nn_t<DT> *)L.state[1][t];
+    nn_t<DT> *grad_avg = (nn_t<DT> *)L.state[2][t];
+    void *kept = L.kept[t];
+    int8_t kept_dt = L.kept_dtype[t];
+    float inv_scale = ampc_optim_inv_scale(a.grad_scale);
+    int unscale = a.grad_scale != NULL;
+    int has_buf = buf != NULL, centered = grad_avg != NULL;
+    int64_t vend = L.aligned[t] ? begin + (end - begin) / N * N : begin;
+    for (int64_t i = begin + (int64_t)threadIdx.x * N; i < vend;
+         i += (int64_t)blockDim.x * N) {
+        nn_pack<DT> p, g, v, m, b;
+        p.load(param + i);
+        g.load(grad + i);
+        if (unscale) {
+            unscale_pack<DT>(g, inv_scale, grad + i);
+        }
+        v.load(square_avg + i);
+        if (centered) {
+            m.load(grad_avg + i);
+        }
+        if (has_buf) {
+            b.load(buf + i);
+        }
+#pragma unroll
+        for (int k = 0; k < N; k++) {
+            p.f[k] = ampc_rmsprop_one(&a, p.f[k], g.f[k], &v.f[k], centered,
+                                      &m.f[k], has_buf, &b.f[k]);
+            if (kept != NULL) {
+                store_kept(kept, kept_dt, i + k, p.f[k]);
+            }
+        }
+        p.store(param + i);
+        v.store(square_avg + i);
+        if (centered) {
+            m.store(grad_avg + i);
+        }
+        if (has_buf) {
+            b.store(buf + i);
+        }
+    }
+    for (int64_t i = vend + threadIdx.x; i < end; i += blockDim.x) {
+        float v = nn_load<DT>(square_avg[i]);
+        float m = centered ? nn_load<DT>(grad_avg[i]) : 0.0f;
+        float b = has_buf ? nn_load<DT>(buf[i]) : 0.0f;
+        float g = nn_load<DT>(grad[i]);
+        if (unscale) {
+            g = unscale_one<DT>(g, inv_scale, grad + i);
+        }
+        float p = ampc_rmsprop_one(&a, nn_load<DT>(param[i]), g, &v,
+                                   centered, &m, has_buf, &b);
+        param[i] = nn_store<DT>(p);
+        if (kept != NULL) {
+            store_kept(kept, kept_dt, i, p);
+        }
+        square_avg[i] = nn_store<DT>(v);
+        if (centered) {
+            grad_avg[i] = nn_store<DT>(m);
+        }
+        if (has_buf) {
+            buf[i] = nn_store<DT>(b);
+        }
+    }
+}
+
+/* grid: one block per (parameter, chunk) of the launch; state[0]: sum. */
+template <ampc_dtype DT>
+__global__ void
+adagrad_step_kernel(ampc_adagrad_args a, optim_launch L)
+{
+    if (ampc_optim_skip(a.found_inf)) {
+        return;
+    }
+    int64_t begin, end;
+    int t = optim_chunk(L, &begin, &end);
+    if (L.step[t] != NULL) {
+        /* every thread forms -clr from the device counter, in double, as
+         * the CPU does from its host counter */
+        a.neg_clr = ampc_adagrad_neg_clr(a.lr, a.lr_decay,
+                                         (double)*L.step[t]);
+    }
+    constexpr int N = nn_pack<DT>::N;
+    nn_t<DT> *param = (nn_t<DT> *)L.param[t];
+    nn_t<DT> *grad = (nn_t<DT> *)L.grad[t];
+    nn_t<DT> *sum = (nn_t<DT> *)L.state[0][t];
+    void *kept = L.kept[t];
+    int8_t kept_dt = L.kept_dtype[t];
+    float inv_scale = ampc_optim_inv_scale(a.grad_scale);
+    int unscale = a.grad_scale != NULL;
+    int64_t vend = L.aligned[t] ? begin + (end - begin) / N * N : begin;
+    for (int64_t i = begin + (int64_t)threadIdx.x * N; i < vend;
+         i += (int64_t)blockDim.x * N) {
+        nn_pack<DT> p, g, s;
+        p.load(param + i);
+        g.load(grad + i);
+        if (unscale) {
+            unscale_pack<DT>(g, inv_scale, grad + i);
+        }
+        s.load(sum + i);
+#pragma unroll
+        for (int k = 0; k < N; k++) {
+            p.f[k] = ampc_adagrad_one(&a, p.f[k], g.f[k], &s.f[k]);
+            if (kept != NULL) {
+                store_kept(kept, kept_dt, i + k, p.f[k]);
+            }
+        }
+        p.store(param + i);
+        s.store(sum + i);
+    }
+    for (int64_t i = vend + threadIdx.x; i < end; i += blockDim.x) {
+        float s = nn_load<DT>(sum[i]);
+        float g = nn_load<DT>(grad[i]);
+        if (unscale) {
+            g = unscale_one<DT>(g, inv_scale, grad + i);
+        }
+        float p = ampc_adagrad_one(&a, nn_load<DT>(param[i]), g, &s);
+        param[i] = nn_store<DT>(p);
+        if (kept != NULL) {
+            store_kept(kept, kept_dt, i, p);
+        }
+        sum[i] = nn_store<DT>(s);
+    }
+}
+
 // ----------------------------------------------------------------------------
 // kernel launchers
 
@@ -319,7 +460,7 @@ ampc_adam_step_cuda(const ampc_adam_args *a, ampc_dtype dt,
     while (next < l->n) {
         optim_launch_fill(&L, l, &next);
         if (l->step != NULL) {
-            adam_count_kernel<<<CEIL_DIV(L.n, 128), 128, 0, st>>>(
+            step_count_kernel<<<CEIL_DIV(L.n, 128), 128, 0, st>>>(
                 L, a->found_inf);
             AMPC_CUDA_CHECK_LAUNCH();
         }
@@ -329,6 +470,64 @@ ampc_adam_step_cuda(const ampc_adam_args *a, ampc_dtype dt,
         }
         AMPC_NN_DISPATCH(dt, DT, {
             adam_step_kernel<DT><<<blocks, AMPC_NN_THREADS, 0, st>>>(*a, L);
+        });
+        AMPC_CUDA_CHECK_LAUNCH();
+    }
+    return 0;
+}
+
+/* every parameter of l: state[0..2] square_avg, momentum_buffer, grad_avg
+ * (the last two NULL where not kept), l->step the counters (or NULL) */
+extern "C" int
+ampc_rmsprop_step_cuda(const ampc_rmsprop_args *a, ampc_dtype dt,
+                       const ampc_optim_list *l)
+{
+    cudaStream_t st = ampc_cuda_stream();
+    optim_launch L;
+    int64_t next = 0;
+    while (next < l->n) {
+        optim_launch_fill(&L, l, &next);
+        if (l->step != NULL) {
+            step_count_kernel<<<CEIL_DIV(L.n, 128), 128, 0, st>>>(
+                L, a->found_inf);
+            AMPC_CUDA_CHECK_LAUNCH();
+        }
+        int32_t blocks = L.first_block[L.n];
+        if (blocks == 0) {
+            continue;           /* only empty parameters */
+        }
+        AMPC_NN_DISPATCH(dt, DT, {
+            rmsprop_step_kernel<DT>
+                <<<blocks, AMPC_NN_THREADS, 0, st>>>(*a, L);
+        });
+        AMPC_CUDA_CHECK_LAUNCH();
+    }
+    return 0;
+}
+
+/* every parameter of l: state[0] sum, l->step the counters (or NULL: then
+ * a->neg_clr is this step's) */
+extern "C" int
+ampc_adagrad_step_cuda(const ampc_adagrad_args *a, ampc_dtype dt,
+                       const ampc_optim_list *l)
+{
+    cudaStream_t st = ampc_cuda_stream();
+    optim_launch L;
+    int64_t next = 0;
+    while (next < l->n) {
+        optim_launch_fill(&L, l, &next);
+        if (l->step != NULL) {
+            step_count_kernel<<<CEIL_DIV(L.n, 128), 128, 0, st>>>(
+                L, a->found_inf);
+            AMPC_CUDA_CHECK_LAUNCH();
+        }
+        int32_t blocks = L.first_block[L.n];
+        if (blocks == 0) {
+            continue;           /* only empty parameters */
+        }
+        AMPC_NN_DISPATCH(dt, DT, {
+            adagrad_step_kernel<DT>
+                <<<blocks, AMPC_NN_THREADS, 0, st>>>(*a, L);
         });
         AMPC_CUDA_CHECK_LAUNCH();
     }

@@ -113,6 +113,10 @@ OPTIMIZERS = [
     ("Adam", dict(lr=0.01)),
     ("Adam", dict(lr=0.01, amsgrad=True, foreach=False)),
     ("AdamW", dict(lr=0.01, weight_decay=0.1, fused=True)),
+    ("RMSprop", dict(lr=0.01, momentum=0.9, centered=True)),
+    ("RMSprop", dict(lr=0.01, foreach=False)),
+    ("Adagrad", dict(lr=0.05, lr_decay=0.01)),
+    ("Adagrad", dict(lr=0.05, fused=True)),
 ]
 
 
@@ -155,6 +159,8 @@ TRAJECTORY_OPTIMIZERS = [
     ("SGD", dict(lr=0.05, momentum=0.9, fused=True)),
     ("AdamW", dict(lr=0.01, weight_decay=0.1)),
     ("Adam", dict(lr=0.01, fused=True)),
+    ("RMSprop", dict(lr=0.01, momentum=0.9)),
+    ("Adagrad", dict(lr=0.05, fused=True)),
 ]
 
 

@@ -182,7 +182,12 @@ def optimizers_and_amp(dev):
                     ampc.optim.Adam(model.parameters(), lr=1e-3,
                                     fused=fused),
                     ampc.optim.AdamW(model.parameters(), lr=1e-3,
-                                     amsgrad=True, fused=fused)):
+                                     amsgrad=True, fused=fused),
+                    ampc.optim.RMSprop(model.parameters(), lr=1e-3,
+                                       momentum=0.9, centered=True,
+                                       capturable=fused),
+                    ampc.optim.Adagrad(model.parameters(), lr=1e-2,
+                                       fused=fused)):
             scaler = ampc.amp.GradScaler(dev, init_scale=2.0 ** 10)
             for step in range(2):
                 opt.zero_grad()

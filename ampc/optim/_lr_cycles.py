@@ -1,10 +1,30 @@
-"""The cyclic schedules: ``CosineAnnealingWarmRestarts`` (SGDR) and
-``OneCycleLR`` (with momentum or Adam's beta1 cycled against the rate),
-torch's formulas and state."""
+"""The cyclic schedules: ``CosineAnnealingWarmRestarts`` (SGDR),
+``OneCycleLR`` and ``CyclicLR`` (both with momentum or Adam's beta1
+cycled against the rate), torch's formulas and state."""
+import functools
 import math
+import types
 
-from ._lr_base import LRScheduler, _format_param
+from ._lr_base import LRScheduler, _format_param, _set_group_value
 from .optimizer import Optimizer
+
+
+def _set_momentum(group, use_beta1, value):
+    """The group's momentum, or its beta1 (Adam's betas[0])."""
+    if use_beta1:
+        group["betas"] = (value, *group["betas"][1:])
+    else:
+        group["momentum"] = value
+
+
+def _check_cycle_momentum(optimizer):
+    """True when the optimiser cycles beta1 (it has betas), False for
+    momentum; torch's error when it has neither."""
+    if "momentum" not in optimizer.defaults and \
+            "betas" not in optimizer.defaults:
+        raise ValueError("optimizer must support momentum or beta1 with "
+                         "`cycle_momentum` option enabled")
+    return "betas" in optimizer.defaults
 
 
 class CosineAnnealingWarmRestarts(LRScheduler):
@@ -158,11 +178,7 @@ class OneCycleLR(LRScheduler):
                 group["min_lr"] = group["initial_lr"] / final_div_factor
         self.cycle_momentum = cycle_momentum
         if cycle_momentum:
-            if "momentum" not in optimizer.defaults and \
-                    "betas" not in optimizer.defaults:
-                raise ValueError("optimizer must support momentum or beta1 "
-                                 "with `cycle_momentum` option enabled")
-            self.use_beta1 = "betas" in optimizer.defaults
+            self.use_beta1 = _check_cycle_momentum(optimizer)
             maxs = _format_param("max_momentum", optimizer, max_momentum)
             bases = _format_param("base_momentum", optimizer, base_momentum)
             if last_epoch == -1:
@@ -173,10 +189,7 @@ class OneCycleLR(LRScheduler):
         super().__init__(optimizer, last_epoch)
 
     def _set_momentum(self, group, value):
-        if self.use_beta1:
-            group["betas"] = (value, *group["betas"][1:])
-        else:
-            group["momentum"] = value
+        _set_momentum(group, self.use_beta1, value)
 
     def _anneal(self, start, end, pct):
         if self._anneal_func_type == "cos":
@@ -207,3 +220,151 @@ class OneCycleLR(LRScheduler):
                     break
                 start = end
         return lrs
+
+
+class CyclicLR(LRScheduler):
+    """The cyclical learning-rate policy (Smith, 2017): each group's rate
+    moves from ``base_lr`` up to ``max_lr`` over ``step_size_up`` steps and
+    back over ``step_size_down`` (default: the same), the amplitude scaled
+    by ``mode`` ('triangular': 1; 'triangular2': halved each cycle;
+    'exp_range': ``gamma ** step``) or by ``scale_fn`` of the cycle number
+    or the step (``scale_mode`` 'cycle' or 'iterations').  With
+    ``cycle_momentum`` the momentum (SGD, RMSprop) or beta1 (Adam) moves
+    the other way, from ``max_momentum`` down to ``base_momentum``.  Step
+    it once per batch.  torch's formulas, in the same float expressions, so
+    rates and momenta equal torch's bit for bit.
+
+    >>> import ampc
+    >>> opt = ampc.optim.SGD([ampc.nn.Parameter(ampc.zeros(1))], lr=1.0,
+    ...                      momentum=0.9)
+    >>> s = ampc.optim.lr_scheduler.CyclicLR(opt, 0.1, 1.0, step_size_up=2)
+    >>> lrs = []
+    >>> for _ in range(4):
+    ...     opt.step()
+    ...     s.step()
+    ...     lrs.append(round(s.get_last_lr()[0], 6))
+    >>> lrs, opt.param_groups[0]["momentum"]
+    ([0.55, 1.0, 0.55, 0.1], 0.9)
+    """
+
+    def __init__(self, optimizer, base_lr, max_lr, step_size_up=2000,
+                 step_size_down=None, mode="triangular", gamma=1.0,
+                 scale_fn=None, scale_mode="cycle", cycle_momentum=True,
+                 base_momentum=0.8, max_momentum=0.9, last_epoch=-1):
+        if not isinstance(optimizer, Optimizer):
+            raise TypeError(f"{type(optimizer).__name__} is not an Optimizer")
+        self.optimizer = optimizer
+        base_lrs = _format_param("base_lr", optimizer, base_lr)
+        if last_epoch == -1:
+            for lr, group in zip(base_lrs, optimizer.param_groups):
+                _set_group_value(group, "lr", lr)
+        self.max_lrs = _format_param("max_lr", optimizer, max_lr)
+        step_size_up = float(step_size_up)
+        step_size_down = float(step_size_down) \
+            if step_size_down is not None else step_size_up
+        self.total_size = step_size_up + step_size_down
+        self.step_ratio = step_size_up / self.total_size
+        if mode not in ["triangular", "triangular2", "exp_range"] and \
+                scale_fn is None:
+            raise ValueError("mode is invalid and scale_fn is None")
+        self.mode = mode
+        self.gamma = gamma
+        self._scale_fn_custom = scale_fn
+        self.scale_mode = scale_mode
+        self._init_scale_fn()
+        self.cycle_momentum = cycle_momentum
+        if cycle_momentum:
+            self.use_beta1 = _check_cycle_momentum(optimizer)
+            self.base_momentums = _format_param("base_momentum", optimizer,
+                                                base_momentum)
+            self.max_momentums = _format_param("max_momentum", optimizer,
+                                               max_momentum)
+            if last_epoch == -1:
+                for m, b, group in zip(self.max_momentums,
+                                       self.base_momentums,
+                                       optimizer.param_groups):
+                    _set_momentum(group, self.use_beta1, m)
+                    group["max_momentum"] = m
+                    group["base_momentum"] = b
+        super().__init__(optimizer, last_epoch)
+        # as torch: the constructor's step used the groups' initial_lr
+        self.base_lrs = base_lrs
+
+    def _init_scale_fn(self):
+        """The built-in scale of ``mode`` (and its scale_mode), unless a
+        ``scale_fn`` was given."""
+        if self._scale_fn_custom is not None:
+            return
+        if self.mode == "triangular":
+            self._scale_fn_ref = self._triangular_scale_fn
+            self.scale_mode = "cycle"
+        elif self.mode == "triangular2":
+            self._scale_fn_ref = self._triangular2_scale_fn
+            self.scale_mode = "cycle"
+        elif self.mode == "exp_range":
+            self._scale_fn_ref = functools.partial(self._exp_range_scale_fn,
+                                                   self.gamma)
+            self.scale_mode = "iterations"
+
+    def scale_fn(self, x):
+        """The amplitude's scale at x (a cycle number or a step)."""
+        if self._scale_fn_custom is not None:
+            return self._scale_fn_custom(x)
+        return self._scale_fn_ref(x)
+
+    @staticmethod
+    def _triangular_scale_fn(x):
+        return 1.0
+
+    @staticmethod
+    def _triangular2_scale_fn(x):
+        return 1 / (2.0 ** (x - 1))
+
+    @staticmethod
+    def _exp_range_scale_fn(gamma, x):
+        return gamma ** x
+
+    def get_lr(self):
+        """The rates at ``last_epoch`` (the batch index); with
+        ``cycle_momentum``, also writes the groups' momenta."""
+        self._warn_get_lr()
+        cycle = math.floor(1 + self.last_epoch / self.total_size)
+        x = 1.0 + self.last_epoch / self.total_size - cycle
+        if x <= self.step_ratio:
+            scale_factor = x / self.step_ratio
+        else:
+            scale_factor = (x - 1) / (self.step_ratio - 1)
+        at = cycle if self.scale_mode == "cycle" else self.last_epoch
+        lrs = []
+        for base_lr, max_lr in zip(self.base_lrs, self.max_lrs):
+            base_height = (max_lr - base_lr) * scale_factor
+            lrs.append(base_lr + base_height * self.scale_fn(at))
+        if self.cycle_momentum:
+            for group, base, top in zip(self.optimizer.param_groups,
+                                        self.base_momentums,
+                                        self.max_momentums):
+                base_height = (top - base) * scale_factor
+                _set_momentum(group, self.use_beta1,
+                              top - base_height * self.scale_fn(at))
+        return lrs
+
+    def state_dict(self):
+        """torch's: everything but the optimiser and the built-in scale
+        function; a ``scale_fn`` that is a plain function is not saved
+        (None), a callable object's ``__dict__`` is."""
+        state = super().state_dict()
+        state.pop("_scale_fn_ref", None)
+        fn = state.pop("_scale_fn_custom")
+        state["_scale_fn_custom"] = None
+        if fn is not None and not isinstance(fn, types.FunctionType):
+            state["_scale_fn_custom"] = fn.__dict__.copy()
+        return state
+
+    def load_state_dict(self, state_dict):
+        """Restore ``state_dict()`` (the scale_fn given to the constructor
+        is kept, its saved attributes restored)."""
+        fn = state_dict.pop("_scale_fn_custom")
+        super().load_state_dict(state_dict)
+        if fn is not None:
+            self._scale_fn_custom.__dict__.update(fn)
+        self._init_scale_fn()

@@ -1,7 +1,8 @@
 """``Adagrad``: PyTorch's update (lr decay, L2 weight decay, the initial
 accumulator value, maximize) and its per-parameter state (``step``,
-``sum``, created by the constructor as torch does), written with ampc's
-in-place element-wise ops (``_tensor_steps``), not a fused kernel.
+``sum``, created by the constructor as torch does), each parameter
+updated by one fused pass (``_C.adagrad_foreach_step_``: a whole
+parameter group in one call).
 
 >>> import ampc
 >>> w = ampc.nn.Parameter(ampc.tensor([1.0]))
@@ -11,10 +12,11 @@ in-place element-wise ops (``_tensor_steps``), not a fused kernel.
 >>> round(float(w), 4)
 0.9
 """
+from .. import _C
 from ..autograd import no_grad
-from . import _tensor_steps as ts
+from . import _state
 from .optimizer import Optimizer, _scalar, required
-from .sgd import _check_differentiable
+from .sgd import _amp_state, _check_differentiable, _check_fused
 
 __all__ = ["Adagrad"]
 
@@ -23,9 +25,20 @@ class Adagrad(Optimizer):
     """PyTorch's Adagrad: at step t, with g the gradient (negated when
     ``maximize``), g += weight_decay * p; sum += g^2;
     p -= lr / (1 + (t - 1) lr_decay) * g / (sqrt(sum) + eps).  ``sum``
-    starts at ``initial_accumulator_value``.  Each parameter takes about
-    six element-wise passes (no fused kernel); ``foreach`` is accepted and
-    changes nothing, ``fused=True`` is refused.
+    starts at ``initial_accumulator_value``.  Each parameter is updated in
+    one fused pass, its step counter advanced (and the step's rate taken
+    from it) by the kernel where it lives on the parameter's device; by
+    default (``foreach=None`` or True) one call updates every parameter of
+    a group that shares a device and a dtype (one kernel launch on a GPU),
+    and ``foreach=False`` calls once per parameter, as torch's for-loop
+    implementation, with the same bits.
+
+    ``fused=True`` keeps ``step`` on the parameter's device and sets
+    ``_step_supports_amp_scaling``, as torch: a GradScaler hands the step
+    ``grad_scale`` and ``found_inf`` tensors, the kernel skips the step on
+    the device when ``found_inf`` is nonzero (the counter included) and
+    divides the gradients by ``grad_scale``, writing them back unscaled to
+    ``.grad`` as torch's fused kernels do.
 
     >>> import ampc
     >>> w = ampc.nn.Parameter(ampc.zeros(2))
@@ -51,11 +64,7 @@ class Adagrad(Optimizer):
         if not 0.0 <= eps:
             raise ValueError(f"Invalid epsilon value: {eps}")
         _check_differentiable("Adagrad", differentiable)
-        if fused:
-            raise RuntimeError(
-                "Adagrad(): fused=True is not supported by ampc (its step "
-                "is element-wise tensor ops, not a fused kernel); leave "
-                "fused=None")
+        _check_fused(fused, foreach)
         defaults = {
             "lr": lr, "lr_decay": lr_decay, "eps": eps,
             "weight_decay": weight_decay,
@@ -64,9 +73,12 @@ class Adagrad(Optimizer):
             "differentiable": differentiable, "fused": fused,
         }
         super().__init__(params, defaults)
+        if fused:
+            self._step_supports_amp_scaling = True
         for group in self.param_groups:
             for p in group["params"]:
-                self._init_state(p, initial_accumulator_value)
+                self._init_state(p, initial_accumulator_value,
+                                 bool(group["fused"]))
 
     def __setstate__(self, state):
         super().__setstate__(state)
@@ -76,10 +88,10 @@ class Adagrad(Optimizer):
             group.setdefault("differentiable", False)
             group.setdefault("fused", None)
 
-    def _init_state(self, p, initial_accumulator_value):
+    def _init_state(self, p, initial_accumulator_value, fused):
         state = self.state[p]
-        state["step"] = ts.new_step(p, False)
-        state["sum"] = ts.new_like(p, initial_accumulator_value)
+        state["step"] = _state.new_step(p, fused)
+        state["sum"] = _state.new_like(p, initial_accumulator_value)
         return state
 
     @no_grad()
@@ -88,23 +100,43 @@ class Adagrad(Optimizer):
         ``closure``, returns its loss."""
         loss = self._closure_loss(closure)
         for group in self.param_groups:
-            lr = float(_scalar("Adagrad", "lr", group["lr"]))
-            lr_decay = float(group["lr_decay"])
-            eps = float(group["eps"])
-            weight_decay = float(group["weight_decay"])
-            maximize = bool(group["maximize"])
+            fused = bool(group["fused"])
+            hyper = (float(_scalar("Adagrad", "lr", group["lr"])),
+                     float(group["lr_decay"]), float(group["weight_decay"]),
+                     float(group["eps"]), bool(group["maximize"]))
+            # one call per batch of a device, a dtype and (with host
+            # counters) a step number; foreach=False one per parameter
+            foreach = group["foreach"] is not False or fused
+            batches = {}
             for p in group["params"]:
                 if p.grad is None:
                     continue
                 state = self.state[p] or self._init_state(
-                    p, self.defaults["initial_accumulator_value"])
-                step = ts.advance(state["step"])
-                g = ts.effective_grad(p, p.grad, weight_decay, maximize)
-                clr = lr / (1 + (step - 1) * lr_decay)
-                acc = state["sum"]
-                std = ts.new_like(p)
-                ts.addcmul_(acc, g, 1, std)
-                ts.unary("sqrt", acc, std)
-                ts.binary("add", std, eps, std)
-                ts.addcdiv_(p, g, std, -clr)
+                    p, self.defaults["initial_accumulator_value"], fused)
+                step_t = _state.on_device_step(state, p) if fused else \
+                    state["step"]
+                step = _state.counter(step_t, p)
+                if step is None:
+                    step = float(step_t.item())
+                if not foreach:
+                    grad_scale = found_inf = None
+                    if fused:
+                        grad_scale, found_inf = _amp_state(self, p)
+                    _C.adagrad_step_(p, p.grad, state["sum"], step, *hyper,
+                                     grad_scale=grad_scale,
+                                     found_inf=found_inf)
+                    continue
+                host = not isinstance(step, _C.TensorBase)
+                key = (p.device_type, p.device_index, p.dtype,
+                       step if host else None)
+                batch = batches.setdefault(key, ([], [], [], []))
+                for lst, t in zip(batch, (p, p.grad, state["sum"], step)):
+                    lst.append(t)
+            for key, (ps, gs, sums, steps) in batches.items():
+                grad_scale = found_inf = None
+                if fused:
+                    grad_scale, found_inf = _amp_state(self, ps[0])
+                _C.adagrad_foreach_step_(
+                    ps, gs, sums, steps if key[3] is None else key[3],
+                    *hyper, grad_scale=grad_scale, found_inf=found_inf)
         return loss

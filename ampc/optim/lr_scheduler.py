@@ -18,7 +18,7 @@ before ``optimizer.step()``.
 from ._lr_base import (EPOCH_DEPRECATION_WARNING, LRScheduler,  # noqa: F401
                        _LRScheduler)
 from ._lr_compose import ChainedScheduler, ReduceLROnPlateau, SequentialLR
-from ._lr_cycles import CosineAnnealingWarmRestarts, OneCycleLR
+from ._lr_cycles import CosineAnnealingWarmRestarts, CyclicLR, OneCycleLR
 from ._lr_decay import (ConstantLR, CosineAnnealingLR, ExponentialLR,
                         LambdaLR, LinearLR, MultiplicativeLR, MultiStepLR,
                         PolynomialLR, StepLR)
@@ -26,6 +26,7 @@ from ._lr_decay import (ConstantLR, CosineAnnealingLR, ExponentialLR,
 __all__ = [
     "LambdaLR", "MultiplicativeLR", "StepLR", "MultiStepLR", "ConstantLR",
     "LinearLR", "ExponentialLR", "SequentialLR", "CosineAnnealingLR",
-    "ChainedScheduler", "ReduceLROnPlateau", "CosineAnnealingWarmRestarts",
-    "OneCycleLR", "PolynomialLR", "LRScheduler",
+    "ChainedScheduler", "ReduceLROnPlateau", "CyclicLR",
+    "CosineAnnealingWarmRestarts", "OneCycleLR", "PolynomialLR",
+    "LRScheduler",
 ]

@@ -1,8 +1,8 @@
 """``RMSprop``: PyTorch's update (square root before eps, the centered
 variant, momentum, L2 weight decay, maximize) and its per-parameter
 state (``step``, ``square_avg``, ``momentum_buffer``, ``grad_avg``),
-written with ampc's in-place element-wise ops (``_tensor_steps``), not a
-fused kernel.
+each parameter updated by one fused pass (``_C.rmsprop_foreach_step_``:
+a whole parameter group in one call).
 
 >>> import ampc
 >>> w = ampc.nn.Parameter(ampc.tensor([1.0]))
@@ -12,8 +12,9 @@ fused kernel.
 >>> round(float(w), 4)
 0.9
 """
+from .. import _C
 from ..autograd import no_grad
-from . import _tensor_steps as ts
+from . import _state
 from .optimizer import Optimizer, _scalar, required
 from .sgd import _check_differentiable
 
@@ -26,8 +27,12 @@ class RMSprop(Optimizer):
     ``centered``, m = lerp(m, g, 1 - alpha) and the denominator
     sqrt(v - m^2) + eps, else sqrt(v) + eps; with ``momentum``,
     buf = momentum buf + g / den and p -= lr buf, else
-    p -= lr g / den.  Each parameter takes about ten element-wise passes
-    (no fused kernel); ``foreach`` is accepted and changes nothing.
+    p -= lr g / den.  Each parameter is updated in one fused pass, its
+    step counter advanced by the kernel where it lives on the parameter's
+    device; by default (``foreach=None`` or True) one call updates every
+    parameter of a group that shares a device and a dtype (one kernel
+    launch on a GPU), and ``foreach=False`` calls once per parameter, as
+    torch's for-loop implementation, with the same bits.
     ``capturable=True`` (CUDA parameters) keeps ``step`` on the device.
 
     >>> import ampc
@@ -78,57 +83,52 @@ class RMSprop(Optimizer):
         ``closure``, returns its loss."""
         loss = self._closure_loss(closure)
         for group in self.param_groups:
-            lr = float(_scalar("RMSprop", "lr", group["lr"]))
-            alpha = float(group["alpha"])
-            eps = float(group["eps"])
-            weight_decay = float(group["weight_decay"])
             momentum = float(group["momentum"])
             centered = bool(group["centered"])
-            maximize = bool(group["maximize"])
             capturable = bool(group["capturable"])
+            hyper = (float(_scalar("RMSprop", "lr", group["lr"])),
+                     float(group["alpha"]), float(group["eps"]),
+                     float(group["weight_decay"]), momentum, centered,
+                     bool(group["maximize"]))
+            foreach = group["foreach"] is not False
+            batches = {}
             for p in group["params"]:
                 if p.grad is None:
                     continue
                 if capturable:
-                    ts.check_capturable(p)
+                    _state.check_capturable(p)
                 state = self._param_state(p, momentum, centered, capturable)
-                ts.advance(state["step"])
-                g = ts.effective_grad(p, p.grad, weight_decay, maximize)
-                self._update(p, g, state, lr, alpha, eps, momentum,
-                             centered)
+                row = (p, p.grad, state["square_avg"],
+                       state["momentum_buffer"] if momentum > 0 else None,
+                       state["grad_avg"] if centered else None,
+                       _state.counter(state["step"], p))
+                if not foreach:
+                    _C.rmsprop_step_(*row, *hyper)
+                    continue
+                key = (p.device_type, p.device_index, p.dtype,
+                       row[5] is None)
+                batch = batches.setdefault(key, tuple([] for _ in row))
+                for lst, t in zip(batch, row):
+                    lst.append(t)
+            for key, lists in batches.items():
+                _C.rmsprop_foreach_step_(
+                    *lists[:3], lists[3] if momentum > 0 else None,
+                    lists[4] if centered else None,
+                    None if key[3] else lists[5], *hyper)
         return loss
 
     def _param_state(self, p, momentum, centered, capturable):
+        """p's state, created on its first step (the momentum buffer and
+        grad_avg also when switched on later); with ``capturable``, the
+        counter on p's device."""
         state = self.state[p]
         if not state:
-            state["step"] = ts.new_step(p, capturable)
-            state["square_avg"] = ts.new_like(p, 0)
-            if momentum > 0:
-                state["momentum_buffer"] = ts.new_like(p, 0)
-            if centered:
-                state["grad_avg"] = ts.new_like(p, 0)
+            state["step"] = _state.new_step(p, capturable)
+            state["square_avg"] = _state.new_like(p, 0)
+        if momentum > 0 and "momentum_buffer" not in state:
+            state["momentum_buffer"] = _state.new_like(p, 0)
+        if centered and "grad_avg" not in state:
+            state["grad_avg"] = _state.new_like(p, 0)
+        if capturable:
+            _state.on_device_step(state, p)
         return state
-
-    @staticmethod
-    def _update(p, g, state, lr, alpha, eps, momentum, centered):
-        sa = state["square_avg"]
-        den = ts.new_like(p)
-        ts.binary("mul", sa, alpha, sa)
-        ts.addcmul_(sa, g, 1 - alpha, den)
-        if centered:
-            ga = state["grad_avg"]
-            ts.lerp_(ga, g, 1 - alpha, den)
-            ts.unary("square", ga, den)
-            ts.binary("sub", sa, den, den)
-            ts.unary("sqrt", den, den)
-        else:
-            ts.unary("sqrt", sa, den)
-        ts.binary("add", den, eps, den)
-        if momentum > 0:
-            buf = state["momentum_buffer"]
-            ts.binary("mul", buf, momentum, buf)
-            ts.addcdiv_(buf, g, den, 1)
-            ts.binary("mul", buf, lr, den)
-            ts.binary("sub", p, den, p)
-        else:
-            ts.addcdiv_(p, g, den, -lr)

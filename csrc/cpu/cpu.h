@@ -79,6 +79,10 @@ void ampc_cast_ref(int64_t n, ampc_dtype sdt, const void *src, int64_t ss,
 void ampc_binary_ref(ampc_binary_op op, ampc_dtype dt, int64_t n,
                      const void *a, int64_t sa, const void *b, int64_t sb,
                      void *out, int64_t so);
+void ampc_lerp_ref(ampc_dtype dt, int64_t n, const void *start,
+                   int64_t ss, const void *end, int64_t se,
+                   const void *weight, int64_t sw, float scalar,
+                   void *out, int64_t so);
 void ampc_compare_ref(ampc_compare_op op, ampc_dtype dt, int64_t n,
                       const void *a, int64_t sa, const void *b, int64_t sb,
                       void *out, int64_t so);
@@ -93,6 +97,10 @@ void ampc_cast_avx2(int64_t n, ampc_dtype sdt, const void *src, int64_t ss,
 void ampc_binary_avx2(ampc_binary_op op, ampc_dtype dt, int64_t n,
                       const void *a, int64_t sa, const void *b, int64_t sb,
                       void *out, int64_t so);
+void ampc_lerp_avx2(ampc_dtype dt, int64_t n, const void *start,
+                    int64_t ss, const void *end, int64_t se,
+                    const void *weight, int64_t sw, float scalar,
+                    void *out, int64_t so);
 void ampc_compare_avx2(ampc_compare_op op, ampc_dtype dt, int64_t n,
                        const void *a, int64_t sa, const void *b, int64_t sb,
                        void *out, int64_t so);
@@ -107,6 +115,10 @@ void ampc_cast_avx512(int64_t n, ampc_dtype sdt, const void *src, int64_t ss,
 void ampc_binary_avx512(ampc_binary_op op, ampc_dtype dt, int64_t n,
                         const void *a, int64_t sa, const void *b, int64_t sb,
                         void *out, int64_t so);
+void ampc_lerp_avx512(ampc_dtype dt, int64_t n, const void *start,
+                      int64_t ss, const void *end, int64_t se,
+                      const void *weight, int64_t sw, float scalar,
+                      void *out, int64_t so);
 void ampc_compare_avx512(ampc_compare_op op, ampc_dtype dt, int64_t n,
                          const void *a, int64_t sa, const void *b, int64_t sb,
                          void *out, int64_t so);
@@ -310,6 +322,12 @@ void ampc_sgd_step_ref(const ampc_sgd_args *a, ampc_dtype dt, int64_t n,
 void ampc_adam_step_ref(const ampc_adam_args *a, ampc_dtype dt, int64_t n,
                         void *param, void *grad, void *exp_avg,
                         void *exp_avg_sq, void *max_exp_avg_sq);
+void ampc_rmsprop_step_ref(const ampc_rmsprop_args *a, ampc_dtype dt,
+                           int64_t n, void *param, void *grad,
+                           void *square_avg, void *momentum_buffer,
+                           void *grad_avg);
+void ampc_adagrad_step_ref(const ampc_adagrad_args *a, ampc_dtype dt,
+                           int64_t n, void *param, void *grad, void *sum);
 /* Only ref implements these: they touch one element per row. */
 void ampc_nll_loss_fwd_ref(const ampc_class_loss_shape *s, ampc_dtype dt,
                            const void *logp, const int64_t *target,
@@ -357,6 +375,12 @@ void ampc_sgd_step_avx2(const ampc_sgd_args *a, ampc_dtype dt, int64_t n,
 void ampc_adam_step_avx2(const ampc_adam_args *a, ampc_dtype dt, int64_t n,
                          void *param, void *grad, void *exp_avg,
                          void *exp_avg_sq, void *max_exp_avg_sq);
+void ampc_rmsprop_step_avx2(const ampc_rmsprop_args *a, ampc_dtype dt,
+                            int64_t n, void *param, void *grad,
+                            void *square_avg, void *momentum_buffer,
+                            void *grad_avg);
+void ampc_adagrad_step_avx2(const ampc_adagrad_args *a, ampc_dtype dt,
+                            int64_t n, void *param, void *grad, void *sum);
 
 void ampc_relu_bwd_avx512(ampc_dtype dt, int64_t n, const void *grad_out,
                           const void *out, void *grad_in);
@@ -398,6 +422,13 @@ void ampc_sgd_step_avx512(const ampc_sgd_args *a, ampc_dtype dt, int64_t n,
 void ampc_adam_step_avx512(const ampc_adam_args *a, ampc_dtype dt, int64_t n,
                            void *param, void *grad, void *exp_avg,
                            void *exp_avg_sq, void *max_exp_avg_sq);
+void ampc_rmsprop_step_avx512(const ampc_rmsprop_args *a, ampc_dtype dt,
+                              int64_t n, void *param, void *grad,
+                              void *square_avg, void *momentum_buffer,
+                              void *grad_avg);
+void ampc_adagrad_step_avx512(const ampc_adagrad_args *a, ampc_dtype dt,
+                              int64_t n, void *param, void *grad,
+                              void *sum);
 
 // ----------------------------------------------------------------------------
 // normalisation layers (bodies: cpu/norm_loops.h)

@@ -12,6 +12,8 @@ ampc_register_cpu_avx2(ampc_kernel_table *t, const char **variant)
     variant[AMPC_SLOT_cast] = "avx2";
     t->binary = ampc_binary_avx2;
     variant[AMPC_SLOT_binary] = "avx2";
+    t->lerp = ampc_lerp_avx2;
+    variant[AMPC_SLOT_lerp] = "avx2";
     t->compare = ampc_compare_avx2;
     variant[AMPC_SLOT_compare] = "avx2";
     t->unary = ampc_unary_avx2;
@@ -60,6 +62,10 @@ ampc_register_cpu_avx2(ampc_kernel_table *t, const char **variant)
     variant[AMPC_SLOT_sgd_step] = "avx2";
     t->adam_step = ampc_adam_step_avx2;
     variant[AMPC_SLOT_adam_step] = "avx2";
+    t->rmsprop_step = ampc_rmsprop_step_avx2;
+    variant[AMPC_SLOT_rmsprop_step] = "avx2";
+    t->adagrad_step = ampc_adagrad_step_avx2;
+    variant[AMPC_SLOT_adagrad_step] = "avx2";
     t->batch_norm_fwd = ampc_batch_norm_fwd_avx2;
     variant[AMPC_SLOT_batch_norm_fwd] = "avx2";
     t->batch_norm_bwd = ampc_batch_norm_bwd_avx2;

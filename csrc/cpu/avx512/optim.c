@@ -1,6 +1,7 @@
-/* optim.c - the fused SGD and Adam/AdamW steps, one pass over each
+/* optim.c - the fused SGD, Adam/AdamW, RMSprop and Adagrad
+ * steps, one pass over each
  * parameter: the bodies of cpu/optim_loops.h compiled for AVX-512 F/BW/VL,
- * with Adam's square roots taken by the vector instruction.
+ * with the square roots taken by the vector instruction.
  */
 #if defined(__x86_64__)
 
@@ -37,6 +38,18 @@ adam_range(void *ctx, int64_t b, int64_t e)
     ampc_adam_range(&ampc_cvt_avx512, sqrt_block, ctx, b, e);
 }
 
+static AMPC_TARGET_AVX512 void
+rmsprop_range(void *ctx, int64_t b, int64_t e)
+{
+    ampc_rmsprop_range(&ampc_cvt_avx512, sqrt_block, ctx, b, e);
+}
+
+static AMPC_TARGET_AVX512 void
+adagrad_range(void *ctx, int64_t b, int64_t e)
+{
+    ampc_adagrad_range(&ampc_cvt_avx512, sqrt_block, ctx, b, e);
+}
+
 /* param, grad, momentum_buffer (n) */
 void
 ampc_sgd_step_avx512(const ampc_sgd_args *a, ampc_dtype dt, int64_t n,
@@ -53,6 +66,25 @@ ampc_adam_step_avx512(const ampc_adam_args *a, ampc_dtype dt, int64_t n,
 {
     ampc_adam_launch(adam_range, a, dt, n, param, grad, exp_avg, exp_avg_sq,
                      max_exp_avg_sq);
+}
+
+/* param, grad, square_avg, momentum_buffer, grad_avg (n) */
+void
+ampc_rmsprop_step_avx512(const ampc_rmsprop_args *a, ampc_dtype dt,
+                         int64_t n, void *param, void *grad,
+                         void *square_avg, void *momentum_buffer,
+                         void *grad_avg)
+{
+    ampc_rmsprop_launch(rmsprop_range, a, dt, n, param, grad, square_avg,
+                        momentum_buffer, grad_avg);
+}
+
+/* param, grad, sum (n) */
+void
+ampc_adagrad_step_avx512(const ampc_adagrad_args *a, ampc_dtype dt,
+                         int64_t n, void *param, void *grad, void *sum)
+{
+    ampc_adagrad_launch(adagrad_range, a, dt, n, param, grad, sum);
 }
 
 #endif /* __x86_64__ */

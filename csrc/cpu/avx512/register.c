@@ -12,6 +12,8 @@ ampc_register_cpu_avx512(ampc_kernel_table *t, const char **variant)
     variant[AMPC_SLOT_cast] = "avx512";
     t->binary = ampc_binary_avx512;
     variant[AMPC_SLOT_binary] = "avx512";
+    t->lerp = ampc_lerp_avx512;
+    variant[AMPC_SLOT_lerp] = "avx512";
     t->compare = ampc_compare_avx512;
     variant[AMPC_SLOT_compare] = "avx512";
     t->unary = ampc_unary_avx512;
@@ -60,6 +62,10 @@ ampc_register_cpu_avx512(ampc_kernel_table *t, const char **variant)
     variant[AMPC_SLOT_sgd_step] = "avx512";
     t->adam_step = ampc_adam_step_avx512;
     variant[AMPC_SLOT_adam_step] = "avx512";
+    t->rmsprop_step = ampc_rmsprop_step_avx512;
+    variant[AMPC_SLOT_rmsprop_step] = "avx512";
+    t->adagrad_step = ampc_adagrad_step_avx512;
+    variant[AMPC_SLOT_adagrad_step] = "avx512";
     t->batch_norm_fwd = ampc_batch_norm_fwd_avx512;
     variant[AMPC_SLOT_batch_norm_fwd] = "avx512";
     t->batch_norm_bwd = ampc_batch_norm_bwd_avx512;

@@ -24,6 +24,7 @@ ampc_register_cpu_ref(ampc_kernel_table *t, const char **variant)
     t->count_true = ampc_count_true_ref;
     t->nonzero = ampc_nonzero_ref;
     t->where = ampc_where_ref;
+    t->lerp = ampc_lerp_ref;
     t->amp_unscale = ampc_amp_unscale_ref;
     t->amp_update_scale = ampc_amp_update_scale_ref;
     t->grad_norm = ampc_grad_norm_ref;
@@ -52,6 +53,8 @@ ampc_register_cpu_ref(ampc_kernel_table *t, const char **variant)
     t->masked_scale = ampc_masked_scale_ref;
     t->sgd_step = ampc_sgd_step_ref;
     t->adam_step = ampc_adam_step_ref;
+    t->rmsprop_step = ampc_rmsprop_step_ref;
+    t->adagrad_step = ampc_adagrad_step_ref;
     t->batch_norm_fwd = ampc_batch_norm_fwd_ref;
     t->batch_norm_bwd = ampc_batch_norm_bwd_ref;
     t->layer_norm_fwd = ampc_layer_norm_fwd_ref;
