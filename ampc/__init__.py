@@ -130,7 +130,8 @@ from ._creation import _make_function  # noqa: E402
 _MORE_FUNCTIONS = [
     "prod", "logsumexp", "count_nonzero", "lerp", "addcmul", "addcdiv",
     "nan_to_num", "nan_to_num_", "tril", "triu", "roll", "movedim",
-    "moveaxis", "repeat_interleave", "diag", "outer", "ger",
+    "moveaxis", "repeat_interleave", "diag", "diagonal", "diag_embed",
+    "outer", "ger",
     # _tensor_extra.py
     "amax", "amin", "median", "select", "dot", "vdot", "mv", "trace",
     "clamp_min", "clamp_max", "tensor_split", "hsplit", "vsplit", "dsplit",

@@ -60,7 +60,8 @@ def graph_backward(node, *grads):
         "masked_fill, casts "
         "and device moves, "
         "sum, mean, max, min, norm, cat, stack, views (reshape, view, flatten, transpose, "
-        "permute, expand, squeeze, unsqueeze, contiguous), indexing, "
+        "permute, expand, squeeze, unsqueeze, contiguous, diagonal), "
+        "diag_embed, indexing, "
         "scatter_reduce, cumsum, cumprod, sort, topk, "
         "in-place writes, matmul, linear, conv2d (with a fused ReLU and "
         "max-pool too), conv_transpose2d, max_pool2d, avg_pool2d, "
@@ -735,6 +736,7 @@ def _make_formulas():
         N._LayerNorm: N.layer_norm_graph_grads,
         **_writes.formulas(),
         **_avg_pool.formulas(),
+        **_views.formulas(),
         **_activations.formulas(),
         **_activations_more.formulas(),
         **_embedding.formulas(),
