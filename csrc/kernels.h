@@ -743,6 +743,9 @@ typedef int (*ampc_layer_norm_bwd_fn)(const ampc_layer_norm_shape *s,
                                       const float *rstd, void *grad_x,
                                       void *grad_weight, void *grad_bias);
 
+/* interpolate's separable modes: interp.h */
+#include "interp.h"
+
 // ----------------------------------------------------------------------------
 // the kernel table: one slot per line of ops.def
 

@@ -443,6 +443,15 @@ typedef int (*ampc_cuda_avg_pool2d_bwd_fn)(const ampc_avg_pool2d_shape *s,
                                            ampc_dtype dt,
                                            const void *grad_out,
                                            void *grad_in);
+/* interp.h ampc_interp_fwd_fn / ampc_interp_bwd_fn on device memory, in
+ * the CPU's order of sums (so float32 gives the CPU's bits); the backward
+ * gathers each input's outputs (no atomics: deterministic) */
+typedef int (*ampc_cuda_interp_fwd_fn)(const ampc_interp_shape *s,
+                                       ampc_dtype dt, const void *x,
+                                       void *y);
+typedef int (*ampc_cuda_interp_bwd_fn)(const ampc_interp_shape *s,
+                                       ampc_dtype dt, const void *grad_out,
+                                       void *grad_in);
 /* kernels.h ampc_max_pool2d_gather_fn on device memory; an index outside
  * its plane gives 0 and is reported (ampc_nn_error). */
 typedef int (*ampc_cuda_max_pool2d_gather_fn)(const ampc_pool2d_shape *s,

@@ -111,6 +111,12 @@ def nn_ops(dev):
         (F.avg_pool2d(x, 3, stride=2, padding=1, ceil_mode=True,
                       count_include_pad=False).float().sum()
          + F.adaptive_avg_pool2d(x, (4, 7)).float().sum()).backward()
+        # interpolate's kernels: bicubic up, antialiased down, trilinear
+        (F.interpolate(x, size=(13, 4), mode="bicubic").float().sum()
+         + F.interpolate(x, scale_factor=0.4, mode="bilinear",
+                         antialias=True).float().sum()
+         + F.interpolate(x.unsqueeze(2), size=(2, 7, 5),
+                         mode="trilinear").float().sum()).backward()
         z = ampc.randn(6, 10, device=dev).to(dt).requires_grad_()
         t = ampc.tensor([0, 3, 9, 1, 5, 2], device=dev)
         w = ampc.rand(10, device=dev).to(dt)

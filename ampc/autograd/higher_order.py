@@ -674,7 +674,7 @@ def _mse_loss(node, g):
 def _make_formulas():
     from ..nn import (_activations, _activations_more, _avg_pool,
                       _axis_index, _conv1d, _embedding, _group_norm,
-                      _interpolate, _losses_more, _pad, _similarity)
+                      _losses_more, _pad, _resample, _similarity)
     from ..nn import _rnn
     from ..nn import _losses as L
     from ..nn import _norm as N
@@ -745,7 +745,7 @@ def _make_formulas():
         **_sort_scan.formulas(),
         **_losses_more.formulas(),
         **_axis_index.formulas(),
-        **_interpolate.formulas(),
+        **_resample.formulas(),
         **_pad.formulas(),
         **_conv1d.formulas(),
         **_group_norm.formulas(),

@@ -36,6 +36,8 @@ ampc_register_cpu_ref(ampc_kernel_table *t, const char **variant)
     t->max_pool2d_gather = ampc_max_pool2d_gather_ref;
     t->avg_pool2d_fwd = ampc_avg_pool2d_fwd_ref;
     t->avg_pool2d_bwd = ampc_avg_pool2d_bwd_ref;
+    t->interp_fwd = ampc_interp_fwd_ref;
+    t->interp_bwd = ampc_interp_bwd_ref;
     t->softmax_fwd = ampc_softmax_fwd_ref;
     t->softmax_bwd = ampc_softmax_bwd_ref;
     t->nll_loss_fwd = ampc_nll_loss_fwd_ref;
