@@ -102,6 +102,8 @@ get_num_threads = _C.get_num_threads
 from ._finfo import finfo, iinfo  # noqa: E402
 from ._tensor_shape import eye, linspace  # noqa: E402
 from ._einsum import einsum  # noqa: E402
+from ._deterministic import *  # noqa: E402,F401,F403
+from ._deterministic import __all__ as _deterministic_all  # noqa: E402
 
 __all__ += ["utils", "vision", "Generator", "set_num_threads",
             "get_num_threads", "finfo", "iinfo", "eye", "linspace",
@@ -116,7 +118,7 @@ _amp_foreach_non_finite_check_and_unscale_ = \
     _C._amp_foreach_non_finite_check_and_unscale_
 _amp_update_scale_ = _C._amp_update_scale_
 
-__all__ += ["amp", "testing"]
+__all__ += ["amp", "testing"] + list(_deterministic_all)
 
 # more tensor functions: prod, tril, roll, lerp, randperm, ... (the
 # methods in _tensor_more.py and _tensor_layout.py, the random draws in

@@ -267,6 +267,22 @@ typedef int (*ampc_cuda_index_gather_fn)(const ampc_index_geom *g,
 typedef int (*ampc_cuda_index_put_fn)(const ampc_index_geom *g,
                                       ampc_dtype dt, int accumulate, void *t,
                                       const int64_t *idx, const void *v);
+/* The deterministic forms (use_deterministic_algorithms): the writes
+ * sorted by destination (CUB's stable radix sort), then each destination
+ * element written by one thread in the original order, as the CPU: an
+ * accumulation adds in order of j, a put keeps the last write; scatter's
+ * float sum, mean and prod combine in index order (the CPU's bits).  Bad
+ * indices are skipped and reported (ampc_nn_error). */
+typedef int (*ampc_cuda_index_put_sorted_fn)(const ampc_index_geom *g,
+                                             ampc_dtype dt, int accumulate,
+                                             void *t, const int64_t *idx,
+                                             const void *v);
+typedef int (*ampc_cuda_scatter_reduce_sorted_fn)(const ampc_scatter_geom *g,
+                                                  ampc_dtype dt,
+                                                  ampc_scatter_op op,
+                                                  void *t,
+                                                  const int64_t *idx,
+                                                  const void *src);
 /* kernels.h ampc_scatter_reduce_fn on device memory (cuda/scatter.cu): the
  * values an element receives are combined by atomics (atomicAdd for sum
  * and mean, a compare-and-swap loop for prod, amax and amin), in no set

@@ -475,6 +475,7 @@ extern PyMethodDef ampc_nn_activation_methods[];
 extern PyMethodDef ampc_nn_pool_methods[];
 extern PyMethodDef ampc_nn_avg_pool_methods[];
 extern PyMethodDef ampc_nn_interp_methods[];
+extern PyMethodDef ampc_deterministic_methods[];
 extern PyMethodDef ampc_nn_loss_methods[];
 extern PyMethodDef ampc_nn_mse_methods[];
 extern PyMethodDef ampc_nn_norm_methods[];
@@ -507,6 +508,7 @@ join_functions(void)
                                    ampc_nn_pool_methods,
                                    ampc_nn_avg_pool_methods,
                                    ampc_nn_interp_methods,
+                                   ampc_deterministic_methods,
                                    ampc_nn_loss_methods,
                                    ampc_nn_mse_methods, ampc_nn_norm_methods,
                                    ampc_optim_methods, ampc_amp_methods,
