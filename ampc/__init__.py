@@ -102,12 +102,13 @@ get_num_threads = _C.get_num_threads
 from ._finfo import finfo, iinfo  # noqa: E402
 from ._tensor_shape import eye, linspace  # noqa: E402
 from ._einsum import einsum  # noqa: E402
+from . import linalg  # noqa: E402
 from ._deterministic import *  # noqa: E402,F401,F403
 from ._deterministic import __all__ as _deterministic_all  # noqa: E402
 
 __all__ += ["utils", "vision", "Generator", "set_num_threads",
             "get_num_threads", "finfo", "iinfo", "eye", "linspace",
-            "set_printoptions", "einsum"]
+            "set_printoptions", "einsum", "linalg"]
 
 # AMP: GradScaler and the fused kernels; testing helpers (issue 4)
 from . import amp  # noqa: E402
@@ -139,6 +140,8 @@ _MORE_FUNCTIONS = [
     "clamp_min", "clamp_max", "tensor_split", "hsplit", "vsplit", "dsplit",
     "nansum", "nanmean", "diff", "unique", "bincount", "softmax",
     "log_softmax",
+    # _tensor_select.py
+    "kthvalue", "cummax", "cummin", "histc", "cross",
 ]
 globals().update({n: _make_function(n) for n in _MORE_FUNCTIONS})
 __all__ += list(_layout_all) + list(_random_all) + _MORE_FUNCTIONS

@@ -630,10 +630,33 @@ _FUNCTIONS = [
     "logical_or", "logical_xor", "logical_not", "sigmoid", "tanh", "norm",
     "var", "std", "split", "chunk", "unbind", "tile", "flip", "floor",
     "ceil", "round", "trunc", "fix", "frac", "sin", "cos", "log1p", "expm1",
-    "log2", "log10", "erf", "erfc",
+    "log2", "log10", "erf", "erfc", "tan", "asin", "arcsin", "acos",
+    "arccos", "atan", "arctan", "sinh", "cosh", "asinh", "arcsinh", "acosh",
+    "arccosh", "atanh", "arctanh", "atan2", "arctan2", "fmod",
 ]
 # scans and sorts (ampc/_tensor_sort.py)
 _FUNCTIONS += ["cumsum", "cumprod", "sort", "argsort", "msort", "topk"]
+
+
+def remainder(input, other):
+    """``input % other`` (PyTorch's remainder: the divisor's sign);
+    ``input`` may be a Python number when ``other`` is a Tensor.
+
+    >>> import ampc
+    >>> ampc.remainder(ampc.tensor([-3, 3]), 2)
+    tensor([1, 1])
+    """
+    if not isinstance(input, _TB) and isinstance(other, _TB):
+        r = other.__rmod__(input)
+        if r is NotImplemented:
+            raise TypeError(
+                "remainder(): argument 'input' must be a Tensor or a "
+                f"number, not {type(input).__name__}")
+        return r
+    return _input("remainder", input).remainder(other)
+
+
 # Kept out of this module's globals (they would shadow the builtins
 # sum/max/min/abs/any/all here); ampc/__init__.py exports them.
 FUNCTIONS = {name: _make_function(name) for name in _FUNCTIONS}
+FUNCTIONS["remainder"] = remainder

@@ -6,7 +6,8 @@ form take their deterministic one: ``index_put_`` with
 ``accumulate=True`` on float32 and advanced-index writes with a repeated
 index (sorted by destination, each destination written in index order:
 ``index_add_``, ``x[idx] += v``, ``index_put_``, the gradients of
-indexing, embedding, nearest upsampling and the pads), ``scatter_reduce``
+indexing, embedding, embedding_bag, nearest upsampling and the pads),
+``scatter_reduce``
 with float 'sum', 'mean' or 'prod' (so ``scatter_add_`` too), and conv2d,
 which keeps to deterministic cuDNN algorithms (``ampc.backends.cudnn.
 deterministic`` does that alone, as in PyTorch).  On the CPU a repeated

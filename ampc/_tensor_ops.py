@@ -158,6 +158,22 @@ def _rounding(op, fn):
     return method
 
 
+def _tensor_binop(name, op, fn, inplace=False):
+    """atan2 and atan2_: ``other`` must be a Tensor (0-d for a number), as
+    in PyTorch."""
+    raw = _inplace_binop(name, op, fn) if inplace else _binop(op, fn)
+
+    def method(self, other):
+        if not isinstance(other, _TB):
+            raise TypeError(
+                f"{name}(): argument 'other' must be Tensor, not "
+                f"{type(other).__name__}")
+        return raw(self, other)
+    method.__name__ = name
+    method.__qualname__ = "Tensor." + name
+    return method
+
+
 def _inplace_unop(op, fn):
     def method(self):
         if _mode.enabled and self.requires_grad:
@@ -188,11 +204,15 @@ class _TensorOps:
     __pow__ = _binop("pow", _ag.Pow)
     __rpow__ = _rbinop("pow", _ag.Pow)
 
+    __mod__ = _binop("remainder", _ag.Remainder)
+    __rmod__ = _rbinop("remainder", _ag.Remainder)
+
     __iadd__ = _inplace_binop("add_", "add", _ag.Add)
     __isub__ = _inplace_binop("sub_", "sub", _ag.Sub)
     __imul__ = _inplace_binop("mul_", "mul", _ag.Mul)
     __itruediv__ = _inplace_binop("div_", "div", _ag.Div)
     __ipow__ = _inplace_binop("pow_", "pow", _ag.Pow)
+    __imod__ = _inplace_binop("remainder_", "remainder", _ag.Remainder)
 
     __eq__ = _cmpop("eq")
     __ne__ = _cmpop("ne")
@@ -213,6 +233,12 @@ class _TensorOps:
     pow = _named_binop("pow", "pow", _ag.Pow)
     maximum = _named_binop("maximum", "maximum", _ag.Maximum)
     minimum = _named_binop("minimum", "minimum", _ag.Minimum)
+    fmod = _named_binop("fmod", "fmod", _ag.Fmod)
+    remainder = _named_binop("remainder", "remainder", _ag.Remainder)
+    atan2 = arctan2 = _tensor_binop("atan2", "atan2", _ag.Atan2)
+    fmod_ = _inplace_binop("fmod_", "fmod", _ag.Fmod)
+    remainder_ = _inplace_binop("remainder_", "remainder", _ag.Remainder)
+    atan2_ = arctan2_ = _tensor_binop("atan2_", "atan2", _ag.Atan2, True)
     mul_ = _inplace_binop("mul_", "mul", _ag.Mul)
     div_ = _inplace_binop("div_", "div", _ag.Div)
     pow_ = _inplace_binop("pow_", "pow", _ag.Pow)
@@ -270,6 +296,15 @@ class _TensorOps:
     log10 = _unop("log10", _ag.Log10)
     erf = _unop("erf", _ag.Erf)
     erfc = _unop("erfc", _ag.Erfc)
+    tan = _unop("tan", _ag.Tan)
+    asin = arcsin = _unop("asin", _ag.Asin)
+    acos = arccos = _unop("acos", _ag.Acos)
+    atan = arctan = _unop("atan", _ag.Atan)
+    sinh = _unop("sinh", _ag.Sinh)
+    cosh = _unop("cosh", _ag.Cosh)
+    asinh = arcsinh = _unop("asinh", _ag.Asinh)
+    acosh = arccosh = _unop("acosh", _ag.Acosh)
+    atanh = arctanh = _unop("atanh", _ag.Atanh)
     floor = _rounding("floor", _ag.Floor)
     ceil = _rounding("ceil", _ag.Ceil)
     trunc = fix = _rounding("trunc", _ag.Trunc)
@@ -321,6 +356,15 @@ class _TensorOps:
     log10_ = _inplace_unop("log10", _ag.Log10)
     erf_ = _inplace_unop("erf", _ag.Erf)
     erfc_ = _inplace_unop("erfc", _ag.Erfc)
+    tan_ = _inplace_unop("tan", _ag.Tan)
+    asin_ = arcsin_ = _inplace_unop("asin", _ag.Asin)
+    acos_ = arccos_ = _inplace_unop("acos", _ag.Acos)
+    atan_ = arctan_ = _inplace_unop("atan", _ag.Atan)
+    sinh_ = _inplace_unop("sinh", _ag.Sinh)
+    cosh_ = _inplace_unop("cosh", _ag.Cosh)
+    asinh_ = arcsinh_ = _inplace_unop("asinh", _ag.Asinh)
+    acosh_ = arccosh_ = _inplace_unop("acosh", _ag.Acosh)
+    atanh_ = arctanh_ = _inplace_unop("atanh", _ag.Atanh)
 
     def square(self):
         """self ** 2 (x * x); an integer or bool tensor gives int64, as

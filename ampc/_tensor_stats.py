@@ -198,10 +198,17 @@ class _TensorStats:
                 f"complex. Got {self.dtype.name} instead.")
         if p == "fro":
             p = 2
+        if p == "nuc":
+            raise RuntimeError(
+                "norm(): p must be a number or 'fro', got 'nuc' (the "
+                "nuclear norm needs singular values, and ampc has no SVD)")
         if not isinstance(p, (int, float)) or isinstance(p, bool):
             raise RuntimeError(f"norm(): p must be a number or 'fro', got "
                                f"{p!r}")
         x = self if dtype is None else self.to(dtype)
+        if dtype is None and _C.autocast_active():
+            # float32 under CUDA autocast (PyTorch's fp32_append_dtype)
+            x, = _C.autocast_cast_args("norm", (x,), _mode.enabled)
         return Norm.apply(x, p, _dims("norm", x, dim), keepdim)
 
     def var(self, dim=None, unbiased=None, keepdim=False, *,

@@ -40,6 +40,7 @@ from ._tensor_more import _TensorMore
 from ._tensor_ops import _TensorOps
 from ._tensor_shape import _TensorShape
 from ._tensor_sort import _TensorSortScan
+from ._tensor_select import _TensorSelect
 from ._tensor_stats import _TensorStats
 from ._random_more import _TensorRandom
 from .autograd.function import _fresh_grad_fn
@@ -77,6 +78,9 @@ class return_types:
     sort = _return_type("sort")
     topk = _return_type("topk")
     median = _return_type("median")
+    kthvalue = _return_type("kthvalue")
+    cummax = _return_type("cummax")
+    cummin = _return_type("cummin")
 
 # ----------------------------------------------------------------------------
 # the Tensor class (its conversion methods come from _TensorConvert in
@@ -87,7 +91,7 @@ class return_types:
 class Tensor(_TensorConvert, _TensorRandom, _TensorOps,
              _indexing._TensorIndexing, _scatter._TensorScatter, _TensorClose,
              _TensorLogic, _TensorStats, _TensorShape, _TensorSortScan,
-             _TensorMore, _TensorLayout, _TensorExtra, _TB):
+             _TensorMore, _TensorLayout, _TensorExtra, _TensorSelect, _TB):
     """An n-dimensional array on a device, with a dtype, that autograd can
     differentiate through.  Make one with ``ampc.tensor``, ``ampc.zeros``
     and friends.

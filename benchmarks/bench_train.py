@@ -19,7 +19,9 @@ Sections (each a function of the parsed arguments, run in order by
   backward at (batch, 64, 16, 16), beside torch's.
 * ``section_activation``: GELU (exact, tanh), SiLU and the other unary
   ops (sigmoid, tanh, exp, log, sin, cos, log1p, expm1, log2, log10, erf,
-  erfc) forward + backward on (batch, 4096), beside torch's.
+  erfc, tan and the inverse trigonometric and hyperbolic functions) forward
+  + backward on (batch, 4096), beside torch's (atan2, fmod and remainder:
+  bench_math.py).
 * ``section_unary``: the same unary ops forward only (the kernel alone).
 * ``section_layers``: group_norm, interpolate (nearest and bilinear x2),
   a reflect pad, conv1d and conv_transpose2d forward + backward at
@@ -470,31 +472,52 @@ def section_pool(args):
 
 def _activation_cases():
     """(label, ampc function, torch function name, exact float64 formula,
-    positive input only) of the activation section."""
+    input domain for _on_domain) of the activation section."""
     import math
     erfc = np.vectorize(math.erfc)
     F = ampc.nn.functional
     return (
         ("gelu", F.gelu, "nn.functional.gelu",
-         lambda v: v * 0.5 * erfc(-v / math.sqrt(2.0)), False),
+         lambda v: v * 0.5 * erfc(-v / math.sqrt(2.0)), None),
         ("gelu tanh", lambda x: F.gelu(x, approximate="tanh"),
-         "nn.functional.gelu", None, False),
+         "nn.functional.gelu", None, None),
         ("silu", F.silu, "nn.functional.silu",
-         lambda v: v / (1.0 + np.exp(-v)), False),
+         lambda v: v / (1.0 + np.exp(-v)), None),
         ("sigmoid", ampc.sigmoid, "sigmoid",
-         lambda v: 1.0 / (1.0 + np.exp(-v)), False),
-        ("tanh", ampc.tanh, "tanh", np.tanh, False),
-        ("exp", ampc.exp, "exp", np.exp, False),
-        ("log", ampc.log, "log", np.log, True),
-        ("sin", ampc.sin, "sin", np.sin, False),
-        ("cos", ampc.cos, "cos", np.cos, False),
-        ("log1p", ampc.log1p, "log1p", np.log1p, True),
-        ("expm1", ampc.expm1, "expm1", np.expm1, False),
-        ("log2", ampc.log2, "log2", np.log2, True),
-        ("log10", ampc.log10, "log10", np.log10, True),
-        ("erf", ampc.erf, "erf", np.vectorize(math.erf), False),
-        ("erfc", ampc.erfc, "erfc", erfc, False),
+         lambda v: 1.0 / (1.0 + np.exp(-v)), None),
+        ("tanh", ampc.tanh, "tanh", np.tanh, None),
+        ("exp", ampc.exp, "exp", np.exp, None),
+        ("log", ampc.log, "log", np.log, "positive"),
+        ("sin", ampc.sin, "sin", np.sin, None),
+        ("cos", ampc.cos, "cos", np.cos, None),
+        ("log1p", ampc.log1p, "log1p", np.log1p, "positive"),
+        ("expm1", ampc.expm1, "expm1", np.expm1, None),
+        ("log2", ampc.log2, "log2", np.log2, "positive"),
+        ("log10", ampc.log10, "log10", np.log10, "positive"),
+        ("erf", ampc.erf, "erf", np.vectorize(math.erf), None),
+        ("erfc", ampc.erfc, "erfc", erfc, None),
+        ("tan", ampc.tan, "tan", np.tan, None),
+        ("asin", ampc.asin, "asin", np.arcsin, "unit"),
+        ("acos", ampc.acos, "acos", np.arccos, "unit"),
+        ("atan", ampc.atan, "atan", np.arctan, None),
+        ("sinh", ampc.sinh, "sinh", np.sinh, None),
+        ("cosh", ampc.cosh, "cosh", np.cosh, None),
+        ("asinh", ampc.asinh, "asinh", np.arcsinh, None),
+        ("acosh", ampc.acosh, "acosh", np.arccosh, "above 1"),
+        ("atanh", ampc.atanh, "atanh", np.arctanh, "unit"),
     )
+
+
+def _on_domain(normal, domain):
+    """Standard normal float32 samples moved onto an op's domain: all of
+    them (None), positive, inside (-1, 1) or above 1."""
+    if domain == "positive":
+        return np.abs(normal) + np.float32(0.01)
+    if domain == "unit":
+        return np.tanh(normal) * np.float32(0.99)
+    if domain == "above 1":
+        return np.abs(normal) + np.float32(1.01)
+    return normal
 
 
 def _torch_fn(dotted, label):
@@ -508,16 +531,16 @@ def _torch_fn(dotted, label):
 
 def section_activation(args):
     """GELU (exact and tanh), SiLU, sigmoid, tanh, exp, log and the unary
-    math (sin, cos, log1p, expm1, log2, log10, erf, erfc) forward +
-    backward on (batch, 4096) float32, each validated against torch (or
-    the exact formula)."""
+    math (sin, cos, log1p, expm1, log2, log10, erf, erfc, tan, asin, ...)
+    forward + backward on (batch, 4096) float32, each validated against
+    torch (or the exact formula)."""
     shape = (args.batch, 4096)
     print(f"\nactivations {shape} float32: forward + backward, ms")
     print(f"{'op':<34}{'ampc':>8}{'torch':>8}{'ampc/torch':>12}")
     normal = np.random.default_rng(0).standard_normal(shape).astype(
         np.float32)
-    for label, fn, tname, exact, positive in _activation_cases():
-        xs = np.abs(normal) + np.float32(0.01) if positive else normal
+    for label, fn, tname, exact, domain in _activation_cases():
+        xs = _on_domain(normal, domain)
         x = ampc.tensor(xs, requires_grad=True)
         y = fn(x)
         if torch is not None:
@@ -552,10 +575,10 @@ def section_unary(args):
     print(f"{'op':<34}{'ampc':>8}{'torch':>8}{'ampc/torch':>12}")
     normal = np.random.default_rng(0).standard_normal(shape).astype(
         np.float32)
-    for label, fn, tname, exact, positive in _activation_cases():
+    for label, fn, tname, exact, domain in _activation_cases():
         if "." in tname:
             continue                    # the nn.functional activations
-        xs = np.abs(normal) + np.float32(0.01) if positive else normal
+        xs = _on_domain(normal, domain)
         x = ampc.tensor(xs)
         ms = best_time(lambda x=x, fn=fn: fn(x), args) * 1e3
         row = f"{label:<34}{ms:>8.2f}"

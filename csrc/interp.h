@@ -1,8 +1,8 @@
 /* interp.h - the kernel ABI of interpolate's separable modes (linear,
  * bilinear, trilinear, bicubic, and antialiased bilinear and bicubic):
- * the geometry and the slot types.  Included by kernels.h (for the table)
- * after ampc_dtype; the per-output taps are interp_math.h's, shared by the
- * CPU loops (cpu/interp_loops.h) and the CUDA kernels (cuda/interp.cu).
+ * the geometry and the slot types.  Included by kernels_extra.h (for
+ * kernels.h's table); the per-output taps are interp_math.h's, shared by
+ * the CPU loops (cpu/interp_loops.h) and the CUDA kernels (cuda/interp.cu).
  *
  * Each spatial axis is resampled on its own: output o along an axis reads
  * the inputs [first, first + count) of that axis with float32 weights

@@ -46,6 +46,8 @@ typedef enum {
     AMPC_BIN_MAXIMUM,
     AMPC_BIN_MINIMUM,
     AMPC_BIN_POW,
+    AMPC_BIN_FMOD,          /* C's fmod: the dividend's sign (mod_math.h) */
+    AMPC_BIN_REMAINDER,     /* PyTorch's remainder: the divisor's sign */
     /* a * f'(b), the backward of activation f at input b given gradient
      * a (activation_math.h); float only */
     AMPC_BIN_GELU_BACKWARD,
@@ -54,6 +56,7 @@ typedef enum {
     /* a * f'(x) from the output b = f(x) (elementwise_math.h) */
     AMPC_BIN_SIGMOID_BACKWARD,
     AMPC_BIN_TANH_BACKWARD,
+    AMPC_BIN_ATAN2,         /* atan2(a, b): float only (arc_hyp_math.h) */
     AMPC_NUM_BINARY
 } ampc_binary_op;
 
@@ -101,6 +104,15 @@ typedef enum {
     AMPC_UN_LOG10,
     AMPC_UN_ERF,
     AMPC_UN_ERFC,
+    AMPC_UN_TAN,            /* trig_math.h */
+    AMPC_UN_ASIN,           /* asin .. atanh: arc_hyp_math.h */
+    AMPC_UN_ACOS,
+    AMPC_UN_ATAN,
+    AMPC_UN_SINH,
+    AMPC_UN_COSH,
+    AMPC_UN_ASINH,
+    AMPC_UN_ACOSH,
+    AMPC_UN_ATANH,
     AMPC_UN_ISFINITE,       /* output dtype is bool */
     AMPC_NUM_UNARY
 } ampc_unary_op;
@@ -212,8 +224,7 @@ typedef void (*ampc_where_fn)(size_t es, int64_t n, const uint8_t *cond,
 typedef struct {
     int k;
     int wrap;                               /* 0: a negative index is bad */
-    int ordered;                            /* put: a repeated tuple's
-                                             * writes land in order of j */
+    int ordered;                            /* put: tuples land in order */
     int64_t n;
     int64_t size[AMPC_MAX_DIMS];            /* t's indexed dims */
     int64_t stride[AMPC_MAX_DIMS];          /* and their strides in t */
@@ -233,9 +244,8 @@ typedef int (*ampc_index_gather_fn)(const ampc_index_geom *g, size_t es,
 
 /* t[idx[:, j], r] = v[j, r], or += when accumulate (dt float32 or int64
  * then; an index met twice adds twice, in order of j).  Without
- * accumulate, which of two writes to one element lands is unspecified,
- * unless g->ordered: then the last (use_deterministic_algorithms).  0, or
- * -1 when out of host memory. */
+ * accumulate, which of two writes to one element lands is unspecified
+ * (g->ordered: the last).  0, or -1 when out of host memory. */
 typedef int (*ampc_index_put_fn)(const ampc_index_geom *g, ampc_dtype dt,
                                   int accumulate, void *t,
                                   const int64_t *idx, const void *v);
@@ -746,8 +756,7 @@ typedef int (*ampc_layer_norm_bwd_fn)(const ampc_layer_norm_shape *s,
                                       const float *rstd, void *grad_x,
                                       void *grad_weight, void *grad_bias);
 
-/* interpolate's separable modes: interp.h */
-#include "interp.h"
+#include "kernels_extra.h"
 
 // ----------------------------------------------------------------------------
 // the kernel table: one slot per line of ops.def

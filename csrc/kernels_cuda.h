@@ -582,6 +582,47 @@ typedef int (*ampc_cuda_layer_norm_bwd_fn)(const ampc_layer_norm_shape *s,
                                            void *grad_bias);
 
 // ----------------------------------------------------------------------------
+// kernels_extra.h's kernels on device memory (cuda/scan.cu, cuda/histc.cu,
+// cuda/adaptive_max_pool.cu, cuda/embedding_bag.cu), by stats_math.h's and
+// avg_pool_math.h's rules, as on the CPU
+
+/* cummax / cummin: a thread per line, or a block per long row scanning
+ * (value, position) pairs with cub::BlockScan (the rule is associative) */
+typedef int (*ampc_cuda_scan_minmax_fn)(int is_min, ampc_dtype dt,
+                                        int64_t outer, int64_t n,
+                                        int64_t inner, const void *x,
+                                        void *values, int64_t *indices);
+/* histc: per-block counts in shared memory (global ones for many bins),
+ * added atomically into int64 counts, then rounded once */
+typedef int (*ampc_cuda_histc_fn)(const ampc_histc_shape *s, ampc_dtype dt,
+                                  const void *x, void *out);
+/* adaptive_max_pool2d's forward: a thread per output */
+typedef int (*ampc_cuda_adaptive_max_pool2d_fn)(const ampc_pool2d_shape *s,
+                                                ampc_dtype dt, const void *x,
+                                                void *y, int64_t *idx);
+/* embedding_bag: a block per bag, threads over D.  An index outside
+ * [0, num) is skipped and reported (ampc_nn_error); offsets are clamped to
+ * [0, n].  The backward adds with float32 atomics (16-bit: into scratch,
+ * rounded once), so its sums come in no set order. */
+typedef int (*ampc_cuda_embedding_bag_fwd_fn)(const ampc_bag_shape *s,
+                                              ampc_dtype dt,
+                                              const void *weight,
+                                              const int64_t *indices,
+                                              const int64_t *offsets,
+                                              const void *psw, void *out,
+                                              int64_t *bag_size,
+                                              int64_t *max_idx);
+typedef int (*ampc_cuda_embedding_bag_bwd_fn)(const ampc_bag_shape *s,
+                                              ampc_dtype dt,
+                                              const void *grad,
+                                              const int64_t *indices,
+                                              const int64_t *offsets,
+                                              const float *scale,
+                                              const int64_t *bag_size,
+                                              const int64_t *max_idx,
+                                              void *grad_weight);
+
+// ----------------------------------------------------------------------------
 // the table: one slot per line of cuda_ops.def
 
 typedef struct {

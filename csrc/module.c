@@ -12,11 +12,14 @@
  *   scatter_ops.c       scatter_reduce_ (sum, prod, mean, amax, amin)
  *   ops_scan.c          cumsum, cumprod
  *   ops_sort.c          sort, argsort, topk
+ *   ops_stats.c         cummax, cummin, histc
  *   ops_unary.c         the unary element-wise ops
  *   linalg_ops.c        linear, matmul, conv2d and their backward passes
  *   nn_activation.c     relu_backward, softmax, dropout, each with its
  *                       backward
  *   nn_pool.c           max_pool2d and its backward
+ *   nn_adaptive_max_pool.c, nn_embedding_bag.c   adaptive_max_pool2d;
+ *                       embedding_bag and its backward
  *   nn_loss.c           nll_loss, cross_entropy, mse_loss and their
  *                       backward passes
  *   nn_norm.c           batch_norm and layer_norm and their backward
@@ -476,6 +479,9 @@ extern PyMethodDef ampc_nn_pool_methods[];
 extern PyMethodDef ampc_nn_avg_pool_methods[];
 extern PyMethodDef ampc_nn_interp_methods[];
 extern PyMethodDef ampc_deterministic_methods[];
+extern PyMethodDef ampc_nn_adaptive_max_pool_methods[];
+extern PyMethodDef ampc_nn_embedding_bag_methods[];
+extern PyMethodDef ampc_stats_methods[];
 extern PyMethodDef ampc_nn_loss_methods[];
 extern PyMethodDef ampc_nn_mse_methods[];
 extern PyMethodDef ampc_nn_norm_methods[];
@@ -509,6 +515,9 @@ join_functions(void)
                                    ampc_nn_avg_pool_methods,
                                    ampc_nn_interp_methods,
                                    ampc_deterministic_methods,
+                                   ampc_nn_adaptive_max_pool_methods,
+                                   ampc_nn_embedding_bag_methods,
+                                   ampc_stats_methods,
                                    ampc_nn_loss_methods,
                                    ampc_nn_mse_methods, ampc_nn_norm_methods,
                                    ampc_optim_methods, ampc_amp_methods,

@@ -1,5 +1,5 @@
-/* ops.h - what the raw-op files (ops.c, ops_elementwise.c, ops_reduce.c,
- * ops_random.c) share: argument checks, copies and casts, overlap rules.
+/* ops.h - what the raw-op files (ops.c, ops_elementwise.c, ops_mod.c,
+ * ops_reduce.c, ops_random.c) share: argument checks, copies and casts, overlap rules.
  */
 #ifndef AMPC_OPS_H
 #define AMPC_OPS_H
@@ -53,6 +53,11 @@ AmpcTensorObject *ampc_prepare_out(const char *fn, PyObject *out_obj, int nd,
  * errors name fn.  New reference, or NULL with an exception. */
 PyObject *ampc_unary_into(const char *fn, ampc_unary_op op,
                           AmpcTensorObject *a, PyObject *out_obj);
+/* fmod's and remainder's own checks (ops_mod.c) of divisor b for result
+ * dtype `result` on dev: -1 with PyTorch's exception (bool operands; an
+ * integer zero divisor on the CPU), else 0. */
+int ampc_mod_check(const char *fn, PyObject *b, ampc_dtype result,
+                   ampc_device dev);
 /* Fills t with the Python number value. */
 int ampc_fill_value(AmpcTensorObject *t, PyObject *value, const char *fn);
 /* The index of name in names, or -1 with ValueError naming fn. */

@@ -1,6 +1,7 @@
-/* ops_elementwise.c - binary ops, comparisons and clamp with
- * broadcasting, Python scalars and PyTorch's type promotion; float16 and
- * bfloat16 with a scalar compute in float32 ("opmath").  CPU tensors run
+/* ops_elementwise.c - binary ops (fmod and remainder checked by ops_mod.c
+ * too), comparisons and clamp with broadcasting, Python scalars and
+ * PyTorch's type promotion; float16 and bfloat16 with a scalar compute in
+ * float32 ("opmath", except fmod, remainder and atan2).  CPU tensors run
  * the CPU table's 1-D kernels per innermost run; CUDA tensors hand the
  * whole iteration to the CUDA table (cuda/elementwise.cu), with a scalar
  * operand passed by value.
@@ -16,9 +17,9 @@
 // binary ops
 
 static const char *const binary_names[AMPC_NUM_BINARY] = {
-    "add", "sub", "mul", "div", "maximum", "minimum", "pow",
-    "gelu_backward", "gelu_tanh_backward", "silu_backward",
-    "sigmoid_backward", "tanh_backward"};
+    "add", "sub", "mul", "div", "maximum", "minimum", "pow", "fmod",
+    "remainder", "gelu_backward", "gelu_tanh_backward", "silu_backward",
+    "sigmoid_backward", "tanh_backward", "atan2"};
 static const char *const compare_names[AMPC_NUM_COMPARE] = {
     "eq", "ne", "lt", "le", "gt", "ge"};
 
@@ -223,6 +224,19 @@ is_scalar_like(PyObject *v)
     return !ampc_tensor_check(v) || AMPC_TENSOR(v)->ndim == 0;
 }
 
+/* Whether a float16/bfloat16 tensor with a scalar-like operand computes
+ * with the scalar in float32 (add .. pow, as PyTorch's opmath kernels);
+ * fmod, remainder and atan2 round it to the tensor's dtype first, as
+ * PyTorch's do (fmod(half(2), 1.7) is 2 - half(1.7)). */
+static int
+scalar_opmath(int op, ampc_dtype dt, PyObject *a, PyObject *b)
+{
+    return op >= 0 && op != AMPC_BIN_FMOD && op != AMPC_BIN_REMAINDER &&
+           op != AMPC_BIN_ATAN2 &&
+           (dt == AMPC_FLOAT16 || dt == AMPC_BFLOAT16) &&
+           is_scalar_like(a) != is_scalar_like(b);
+}
+
 /* A host value (Python number or CPU 0-d tensor) as the CUDA kernels'
  * scalar: the value the CPU path computes with, i.e. rounded to dt, or kept
  * in float32 for float16/bfloat16 opmath.  -1 with an exception. */
@@ -271,8 +285,7 @@ run_binary_cuda(const char *fn, PyObject *a, PyObject *b,
         host[k] = !ampc_tensor_check(ops[k]) ||
                   !ampc_is_cuda(AMPC_TENSOR(ops[k]));
     }
-    int opmath = cmp < 0 && (dt == AMPC_FLOAT16 || dt == AMPC_BFLOAT16) &&
-                 is_scalar_like(a) != is_scalar_like(b);
+    int opmath = cmp < 0 && scalar_opmath(op, dt, a, b);
     ampc_cuda_scalar sc = {0, 0.0, 0, NULL};
     AmpcTensorObject *f32 = NULL;
     AmpcTensorObject *in[2] = {NULL, NULL};
@@ -344,9 +357,8 @@ run_binary(const char *fn, PyObject *a, PyObject *b, AmpcTensorObject *out,
     if (ampc_is_cuda(out)) {
         return run_binary_cuda(fn, a, b, out, dt, op, cmp);
     }
-    int lowp = cmp < 0 && (dt == AMPC_FLOAT16 || dt == AMPC_BFLOAT16);
     /* float16/bfloat16 with a scalar-like operand: float32 opmath */
-    if (lowp && (is_scalar_like(a) != is_scalar_like(b))) {
+    if (cmp < 0 && scalar_opmath(op, dt, a, b)) {
         PyObject *scalar = is_scalar_like(a) ? a : b;
         PyObject *tensor = is_scalar_like(a) ? b : a;
         c.scalar_first = scalar == a;
@@ -562,6 +574,10 @@ op_binary(PyObject *module, PyObject *args, PyObject *kwds)
     if (ampc_cuda_enter(fn, dev) < 0) {
         return NULL;
     }
+    if ((op == AMPC_BIN_FMOD || op == AMPC_BIN_REMAINDER) &&
+        ampc_mod_check(fn, b, result, dev) < 0) {
+        return NULL;
+    }
     AmpcTensorObject *out = ampc_prepare_out(fn, out_obj, nd, shape, result, dev);
     if (out == NULL) {
         return NULL;
@@ -733,7 +749,8 @@ op_clamp(PyObject *module, PyObject *args, PyObject *kwds)
 PyMethodDef ampc_elementwise_methods[] = {
     {"binary", (PyCFunction)(void (*)(void))op_binary,
      METH_VARARGS | METH_KEYWORDS,
-     "binary(op, a, b, out=None): add sub mul div maximum minimum pow"},
+     "binary(op, a, b, out=None): add sub mul div maximum minimum pow fmod "
+     "remainder atan2"},
     {"compare", op_compare, METH_VARARGS,
      "compare(op, a, b) -> bool tensor: eq ne lt le gt ge"},
     {"result_type", op_result_type, METH_VARARGS,

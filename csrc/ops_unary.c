@@ -2,7 +2,8 @@
  * relu, sign, sigmoid, tanh, gelu, gelu_tanh, silu and those three's
  * derivatives, pow's shortcuts square, cube, reciprocal_square, rsqrt and
  * reciprocal, the roundings floor, ceil, round, trunc and frac, sin, cos,
- * log1p, expm1, log2, log10, erf, erfc, isfinite) as _C.unary(op, a,
+ * log1p, expm1, log2, log10, erf, erfc, tan, asin, acos, atan, sinh, cosh,
+ * asinh, acosh, atanh, isfinite) as _C.unary(op, a,
  * out=None): an integer or bool
  * input of a float-only op computes in float32, isfinite writes bool.
  * CPU tensors run the CPU table's 1-D kernels per innermost run, CUDA
@@ -18,7 +19,8 @@ static const char *const unary_names[AMPC_NUM_UNARY] = {
     "gelu", "gelu_tanh", "silu", "gelu_grad", "gelu_tanh_grad", "silu_grad",
     "square", "cube", "reciprocal_square", "rsqrt", "reciprocal", "floor",
     "ceil", "round", "trunc", "frac", "sin", "cos", "log1p", "expm1", "log2",
-    "log10", "erf", "erfc", "isfinite"};
+    "log10", "erf", "erfc", "tan", "asin", "acos", "atan", "sinh", "cosh",
+    "asinh", "acosh", "atanh", "isfinite"};
 
 typedef struct {
     ampc_unary_op op;
@@ -158,6 +160,7 @@ PyMethodDef ampc_unary_methods[] = {
      "unary(op, a, out=None): neg abs sqrt exp log relu sign sigmoid tanh "
      "gelu gelu_tanh silu gelu_grad gelu_tanh_grad silu_grad square cube "
      "reciprocal_square rsqrt reciprocal floor ceil round trunc frac sin "
-     "cos log1p expm1 log2 log10 erf erfc isfinite"},
+     "cos log1p expm1 log2 log10 erf erfc tan asin acos atan sinh cosh "
+     "asinh acosh atanh isfinite"},
     {NULL},
 };

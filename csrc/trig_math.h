@@ -1,8 +1,9 @@
-/* trig_math.h - sin and cos in float32, for the CPU loops (csrc/cpu/loops.h)
- * and the CUDA kernels (cuda/elementwise.cu) through elementwise_math.h.
- * Our own, with no libm: x = q pi/2 + r with |r| <= pi/4 (plus a little
- * slack), then sin r or cos r by polynomial (tools/fit_unary_math.py) with
- * the quadrant q mod 4 choosing which and the sign.  The reduction is
+/* trig_math.h - sin, cos and tan in float32, for the CPU loops
+ * (csrc/cpu/math_loops.h) and the CUDA kernels (cuda/elementwise.cu) through
+ * elementwise_math.h.  Our own, with no libm: x = q pi/2 + r with |r| <=
+ * pi/4 (plus a little slack), then sin r or cos r by polynomial
+ * (tools/fit_unary_math.py) with the quadrant q mod 4 choosing which and
+ * the sign, and tan r or -1 / tan r by q's parity.  The reduction is
  * branch-free Cody-Waite up to AMPC_TRIG_FAST_MAX, so the CPU loop
  * vectorises; past it (and up to FLT_MAX) an exact Payne-Hanek reduction in
  * integers, which the CPU runs for the (rare) blocks holding a huge element
@@ -39,6 +40,37 @@ ampc_trig_poly_f32(float r, uint32_t n)
     float cs = AMPC_FMA(pc, s, 1.0f);
     float v = ampc_select_f32(n & 1u, cs, sn);
     return ampc_f32_from_bits(ampc_f32_bits(v) ^ ((n & 2u) << 30));
+}
+
+/* tan(r + n pi/2) for |r| <= 0.8: t = tan r = r + r^3 T(r^2) for an even
+ * n; for an odd one -1 / tan r = y (1 + e + y tl) with y = -1 / t rounded,
+ * e = 1 + y t exact by fma and tl what t's rounding lost (Fast2Sum), so
+ * only the last fma rounds at full size.  tan(+-0) = +-0. */
+AMPC_HOST_DEVICE float
+ampc_tan_poly_f32(float r, uint32_t n)
+{
+    float s = AMPC_MUL(r, r);
+    float p = AMPC_FMA(0.00458400231f, s, -0.000327807007f);
+    p = AMPC_FMA(p, s, 0.0111615537f);
+    p = AMPC_FMA(p, s, 0.0211580731f);
+    p = AMPC_FMA(p, s, 0.0540836044f);
+    p = AMPC_FMA(p, s, 0.133324578f);
+    p = AMPC_FMA(p, s, 0.333333552f);
+    float c = AMPC_MUL(AMPC_MUL(p, s), r);
+    float t = AMPC_ADD(r, c);
+    float tl = AMPC_SUB(c, AMPC_SUB(t, r));
+    float y = -1.0f / t;
+    float e = AMPC_FMA(y, t, 1.0f);
+    float cot = AMPC_FMA(y, AMPC_FMA(y, tl, e), y);
+    return ampc_select_f32(n & 1u, cot, t);
+}
+
+/* sin (kind 0), cos (1) or tan (2) of r + n pi/2. */
+AMPC_HOST_DEVICE float
+ampc_trig_kind_f32(float r, uint32_t n, uint32_t kind)
+{
+    return kind == 2u ? ampc_tan_poly_f32(r, n)
+                      : ampc_trig_poly_f32(r, n + kind);
 }
 
 /* r = x - q pi/2 and *n = q (mod 4) for |x| <= AMPC_TRIG_FAST_MAX: q by
@@ -106,24 +138,24 @@ ampc_trig_is_huge(float x)
     return (a > AMPC_TRIG_FAST_MAX) & (a <= 3.40282347e+38f);
 }
 
-/* sin x (shift 0) or cos x (shift 1) for |x| <= AMPC_TRIG_FAST_MAX and the
- * non-finite x: branch-free. */
+/* sin x (kind 0), cos x (1) or tan x (2) for |x| <= AMPC_TRIG_FAST_MAX
+ * and the non-finite x: branch-free. */
 AMPC_HOST_DEVICE float
-ampc_trig_fast_f32(float x, uint32_t shift)
+ampc_trig_fast_f32(float x, uint32_t kind)
 {
     uint32_t n;
     float r = ampc_trig_reduce_f32(x, &n);
-    return ampc_trig_poly_f32(r, n + shift);
+    return ampc_trig_kind_f32(r, n, kind);
 }
 
-/* sin x or cos x for every x. */
+/* sin x, cos x or tan x for every x. */
 AMPC_HOST_DEVICE float
-ampc_trig_f32(float x, uint32_t shift)
+ampc_trig_f32(float x, uint32_t kind)
 {
     uint32_t n;
     float r = ampc_trig_is_huge(x) ? ampc_trig_reduce_huge_f32(x, &n)
                                    : ampc_trig_reduce_f32(x, &n);
-    return ampc_trig_poly_f32(r, n + shift);
+    return ampc_trig_kind_f32(r, n, kind);
 }
 
 #if !defined(__CUDACC__)
@@ -132,7 +164,7 @@ ampc_trig_f32(float x, uint32_t shift)
  * one with any the complete function (a second pass over the huge ones
  * alone could not: o may be a). */
 AMPC_HOST_DEVICE void
-ampc_trig_loop(uint32_t shift, int64_t n, const float *a, float *o)
+ampc_trig_loop(uint32_t kind, int64_t n, const float *a, float *o)
 {
     int64_t i;
     int huge = 0;
@@ -141,12 +173,12 @@ ampc_trig_loop(uint32_t shift, int64_t n, const float *a, float *o)
     }
     if (huge) {
         for (i = 0; i < n; i++) {
-            o[i] = ampc_trig_f32(a[i], shift);
+            o[i] = ampc_trig_f32(a[i], kind);
         }
         return;
     }
     for (i = 0; i < n; i++) {
-        o[i] = ampc_trig_fast_f32(a[i], shift);
+        o[i] = ampc_trig_fast_f32(a[i], kind);
     }
 }
 #endif

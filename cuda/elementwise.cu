@@ -8,7 +8,9 @@
 
 #include "common.cuh"
 #include "activation_math.h"
+#include "arc_hyp_math.h"
 #include "elementwise_math.h"
+#include "mod_math.h"
 
 /* Threads per block, and the most blocks a grid-stride launch uses: about
  * 1M threads, a few waves on any current GPU. */
@@ -99,6 +101,12 @@ binary_c(int op, float a, float b)
         return ampc_sigmoid_backward_f32(a, b);
     case AMPC_BIN_TANH_BACKWARD:
         return ampc_tanh_backward_f32(a, b);
+    case AMPC_BIN_FMOD:
+        return ampc_fmod_f32(a, b);
+    case AMPC_BIN_REMAINDER:
+        return ampc_remainder_f32(a, b);
+    case AMPC_BIN_ATAN2:
+        return ampc_atan2_f32(a, b);
     default:
         return powf(a, b);
     }
@@ -121,6 +129,10 @@ binary_c(int op, int64_t a, int64_t b)
         return ampc_maximum_i64(a, b);
     case AMPC_BIN_MINIMUM:
         return ampc_minimum_i64(a, b);
+    case AMPC_BIN_FMOD:
+        return ampc_fmod_i64(a, b);
+    case AMPC_BIN_REMAINDER:
+        return ampc_remainder_i64(a, b);
     default:
         return ampc_pow_i64(a, b);
     }
@@ -211,6 +223,24 @@ unary_c(int op, float a)
         return ampc_trig_f32(a, 0u);
     case AMPC_UN_COS:
         return ampc_trig_f32(a, 1u);
+    case AMPC_UN_TAN:
+        return ampc_trig_f32(a, 2u);
+    case AMPC_UN_ASIN:
+        return ampc_asin_f32(a);
+    case AMPC_UN_ACOS:
+        return ampc_acos_f32(a);
+    case AMPC_UN_ATAN:
+        return ampc_atan_f32(a);
+    case AMPC_UN_SINH:
+        return ampc_sinh_f32(a);
+    case AMPC_UN_COSH:
+        return ampc_cosh_f32(a);
+    case AMPC_UN_ASINH:
+        return ampc_asinh_f32(a);
+    case AMPC_UN_ACOSH:
+        return ampc_acosh_f32(a);
+    case AMPC_UN_ATANH:
+        return ampc_atanh_f32(a);
     case AMPC_UN_LOG1P:
         return ampc_log1p_f32(a);
     case AMPC_UN_EXPM1:
@@ -627,6 +657,12 @@ binary_typed(ampc_binary_op op, const ampc_iter *it,
     case AMPC_BIN_TANH_BACKWARD:
         return launch_pair<BinaryF<T, AMPC_BIN_TANH_BACKWARD>, R>(it, sc, 2,
                                                                   op);
+    case AMPC_BIN_FMOD:
+        return launch_pair<BinaryF<T, AMPC_BIN_FMOD>, R>(it, sc, 2, op);
+    case AMPC_BIN_REMAINDER:
+        return launch_pair<BinaryF<T, AMPC_BIN_REMAINDER>, R>(it, sc, 2, op);
+    case AMPC_BIN_ATAN2:
+        return launch_pair<BinaryF<T, AMPC_BIN_ATAN2>, R>(it, sc, 2, op);
     default:
         return launch_pair<BinaryF<T, AMPC_BIN_POW>, R>(it, sc, 2, op);
     }

@@ -139,6 +139,11 @@ host_collect(bool wait)
             cudaError_t err = wait ? cudaEventSynchronize(e)
                                    : cudaEventQuery(e);
             if (err == cudaErrorNotReady) {
+                /* not an error, but the runtime may keep it as this
+                 * thread's last error (PyTorch clears it too): left
+                 * there, the next kernel launch's cudaGetLastError()
+                 * check (AMPC_CUDA_CHECK_LAUNCH) would fail with it */
+                (void)cudaGetLastError();
                 done = false;
                 break;
             }

@@ -226,6 +226,9 @@ EXPECTED_POLICY = {
     "cumsum": (None, "fp32"), "cumprod": (None, "fp32"),
     "log1p": (None, "fp32"), "log2": (None, "fp32"),
     "log10": (None, "fp32"), "expm1": (None, "fp32"),
+    "tan": (None, "fp32"), "asin": (None, "fp32"), "acos": (None, "fp32"),
+    "sinh": (None, "fp32"), "cosh": (None, "fp32"),
+    "atan2": (None, "promote"),
     "pow": (None, "fp32"), "rsqrt": (None, "fp32"),
     "softplus": (None, "fp32"),
     "reciprocal": (None, "fp32"), "layer_norm": (None, "fp32"),
@@ -233,6 +236,11 @@ EXPECTED_POLICY = {
     "upsample_bicubic": (None, "fp32"), "upsample_trilinear": (None, "fp32"),
     "reflection_pad": ("fp32", None), "replication_pad": ("fp32", None),
     "cat": ("promote", None), "stack": ("promote", None),
+    # torch 2.13 lists these on CUDA only (its CPU lists have none of
+    # embedding_bag, adaptive_max_pool2d, cummax, histc or the norms)
+    "linalg_vector_norm": (None, "fp32"),
+    "linalg_matrix_norm": (None, "fp32"), "norm": (None, "fp32"),
+    "cross": (None, "promote"),
 }
 
 

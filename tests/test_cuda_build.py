@@ -336,14 +336,14 @@ def test_bit_exact_kernels_leave_nothing_to_fuse(tmp_path):
            for stem in BIT_EXACT_SOURCES}
     bad["random.cu float64"] = _contractions(ptx["random"], "f64")
     ew = ptx["elementwise"]
-    # elementwise.cu: the kernels of a fixed op + - * / max min and the
-    # activations' backward (binary ops 7-11), of the activations (unary ops
-    # 9-14: gelu, gelu_tanh, silu and their derivatives) and the runtime-op
-    # unary ones (Lin1: exp, log, sigmoid, tanh... all shared math); only
-    # the binary runtime-op and pow kernels hold libdevice (powf), compared
-    # with a tolerance
+    # elementwise.cu: the kernels of a fixed op + - * / max min, fmod,
+    # remainder, the activations' backward and atan2 (binary ops 7-14), of
+    # the activations (unary ops 9-14: gelu, gelu_tanh, silu and their
+    # derivatives) and the runtime-op unary ones (Lin1: exp, log, sigmoid,
+    # tanh, asin... all shared math); only the binary runtime-op and pow
+    # kernels hold libdevice (powf), compared with a tolerance
     exact_op = re.compile(r"(?:7BinaryFI(?:f|6__half|13__nv_bfloat16)"
-                          r"Li(?:[0-57-9]|1[01])EE|"
+                          r"Li(?:[0-57-9]|1[0-4])EE|"
                           r"6UnaryFI(?:f|6__half|13__nv_bfloat16)"
                           r"Li(?:n1|9|1[0-4])EE)")
     names = [n for n in re.findall(r"\.entry\s+(\w+)", ew)

@@ -4,7 +4,8 @@ errors), empty()'s fill, and the deterministic paths: on the CPU a
 repeated index's plain writes land in index order (the last wins, as
 PyTorch); on a GPU (tests marked cuda) index_put_/index_add_ and float
 scatter_reduce sorted by destination give the same bits every run and the
-CPU's, and conv2d keeps to deterministic cuDNN algorithms."""
+CPU's, embedding_bag's weight gradient takes the sorted composite, and
+conv2d keeps to deterministic cuDNN algorithms."""
 import numpy as np
 import pytest
 
@@ -197,7 +198,10 @@ def test_cuda_gradients_through_the_sorted_paths_repeat_exactly():
     def grads():
         w = ampc.tensor(table, device="cuda", requires_grad=True)
         x = ampc.tensor(img, device="cuda", requires_grad=True)
-        F.embedding(ampc.tensor(tokens, device="cuda"), w).sum().backward()
+        tok = ampc.tensor(tokens, device="cuda")
+        F.embedding(tok, w).sum().backward()
+        for mode in ("sum", "mean", "max"):
+            F.embedding_bag(tok, w, mode=mode).pow(2).sum().backward()
         (F.interpolate(x, scale_factor=2.7).pow(2).sum()
          + F.pad(x, (2, 3, 1, 1), mode="reflect").pow(2).sum()).backward()
         return to64(w.grad.cpu()), to64(x.grad.cpu())

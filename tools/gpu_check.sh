@@ -26,6 +26,11 @@ OUT="${OUT:-/tmp/gpu_check}"
 PYTHON="${PYTHON:-python3}"
 export AMPC_CUDA_ARCH="${AMPC_CUDA_ARCH:-90}"
 export PYTHONUNBUFFERED=1
+# the repository root first on the path: an in-place build (the build
+# stage's fallback) is then importable from every stage, as an editable
+# install is (the scripts under benchmarks/ and tools/ do not have the
+# root on sys.path by themselves)
+export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
 mkdir -p "$OUT"
 STATUS="$OUT/stages.tsv"        # name <TAB> PASS|FAIL <TAB> seconds <TAB> note
 : >"$STATUS"
@@ -101,11 +106,25 @@ EOF
 build() {
     # -v: setup.py's status line ("ampc: building with CUDA ...") is only
     # shown by a verbose pip.  --no-index --no-deps: nothing is fetched.
-    "$PYTHON" -m pip install -v --no-build-isolation --no-index --no-deps \
-        -e . >"$OUT/build_pip.log" 2>&1 || {
-        tail -n 60 "$OUT/build_pip.log"
-        return 1
-    }
+    # PIP_BREAK_SYSTEM_PACKAGES: a distribution's Python 3.12 (Ubuntu 24.04)
+    # is "externally managed" (PEP 668) and pip refuses to install into it
+    # without this (older pips ignore the variable).
+    if ! PIP_BREAK_SYSTEM_PACKAGES=1 "$PYTHON" -m pip install -v \
+        --no-build-isolation --no-index --no-deps -e . \
+        >"$OUT/build_pip.log" 2>&1; then
+        tail -n 30 "$OUT/build_pip.log"
+        # pip can fail before the build starts (no `wheel` for an older
+        # setuptools' editable install, a pip that refuses the
+        # environment): build in place instead; the repository root is on
+        # PYTHONPATH (set below) for every stage
+        echo "gpu_check: pip install -e . failed; trying" \
+            "setup.py build_ext --inplace"
+        "$PYTHON" setup.py build_ext --inplace >>"$OUT/build_pip.log" \
+            2>&1 || {
+            tail -n 60 "$OUT/build_pip.log"
+            return 1
+        }
+    fi
     grep -m1 "ampc: building" "$OUT/build_pip.log" || true
     "$PYTHON" - <<'EOF'
 import ampc, ampc._build_config as c

@@ -95,8 +95,10 @@ def scans_and_sorts(dev):
     for dt in DTYPES:
         x = ampc.randn(33, 1031, device=dev).to(dt)
         x.cumsum(1), x.cumprod(0), x.sort(1), x.argsort(0), x.topk(5, 0)
+        x.cummax(1), x.cummin(0), x.histc(37, -1, 1)
+        x.cummax(0).values.float().sum()
     b = ampc.rand(7, 300, device=dev) > 0.5
-    b.cumsum(1), b.sort(1), b.topk(3)
+    b.cumsum(1), b.sort(1), b.topk(3), b.cummax(1)
 
 
 def nn_ops(dev):
@@ -110,13 +112,20 @@ def nn_ops(dev):
         ampc.autograd.grad(g.float().pow(2).sum(), x)
         (F.avg_pool2d(x, 3, stride=2, padding=1, ceil_mode=True,
                       count_include_pad=False).float().sum()
-         + F.adaptive_avg_pool2d(x, (4, 7)).float().sum()).backward()
+         + F.adaptive_avg_pool2d(x, (4, 7)).float().sum()
+         + F.adaptive_max_pool2d(x, (4, 13)).float().sum()).backward()
         # interpolate's kernels: bicubic up, antialiased down, trilinear
         (F.interpolate(x, size=(13, 4), mode="bicubic").float().sum()
          + F.interpolate(x, scale_factor=0.4, mode="bilinear",
                          antialias=True).float().sum()
          + F.interpolate(x.unsqueeze(2), size=(2, 7, 5),
                          mode="trilinear").float().sum()).backward()
+        w = ampc.randn(50, 33, device=dev).to(dt).requires_grad_()
+        ix = ampc.tensor([3, 0, 49, 3, 7, 7, 12], device=dev)
+        off = ampc.tensor([0, 2, 2, 5], device=dev)
+        for mode in ("sum", "mean", "max"):
+            F.embedding_bag(ix, w, off, mode=mode,
+                            padding_idx=7).float().sum().backward()
         z = ampc.randn(6, 10, device=dev).to(dt).requires_grad_()
         t = ampc.tensor([0, 3, 9, 1, 5, 2], device=dev)
         w = ampc.rand(10, device=dev).to(dt)

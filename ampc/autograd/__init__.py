@@ -52,6 +52,10 @@ from .functions import (  # noqa: F401
     Neg, Pow, Reciprocal, Relu, Round, Rsqrt, Sigmoid, Sign, Sin, Sqrt, Sub,
     Tanh, ToDevice, Trunc, Where,
 )
+from .math_functions import (  # noqa: F401
+    Acos, Acosh, Asin, Asinh, Atan, Atan2, Atanh, Cosh, Fmod, Remainder,
+    Sinh, Tan,
+)
 from .views import (  # noqa: F401
     Expand, Flatten, GetItem, Permute, Reshape, Squeeze, Transpose,
     Unsqueeze, View,

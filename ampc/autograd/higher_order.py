@@ -25,6 +25,7 @@ tensor([ 6., 12.])
 from .. import _C
 from . import functions as _fn
 from . import indexing as _idx
+from . import math_functions as _math
 from . import reductions as _red
 from . import scatter as _scatter
 from . import sort_scan as _sort_scan
@@ -53,7 +54,8 @@ def graph_backward(node, *grads):
         "so create_graph=True (higher-order gradients) cannot go through "
         "it; it can through element-wise arithmetic (+ - * / neg pow sqrt "
         "rsqrt reciprocal exp log abs relu sigmoid tanh floor ceil round trunc "
-        "frac sin cos log1p expm1 log2 log10 erf erfc clamp maximum "
+        "frac sin cos tan log1p expm1 log2 log10 erf erfc asin acos atan "
+        "sinh cosh asinh acosh atanh atan2 fmod remainder clamp maximum "
         "minimum), gelu, silu, "
         "the composite activations (elu, softplus, hardtanh, ...), "
         "leaky_relu, where, "
@@ -65,7 +67,7 @@ def graph_backward(node, *grads):
         "scatter_reduce, cumsum, cumprod, sort, topk, "
         "in-place writes, matmul, linear, conv2d (with a fused ReLU and "
         "max-pool too), conv_transpose2d, max_pool2d, avg_pool2d, "
-        "adaptive_avg_pool2d, "
+        "adaptive_avg_pool2d, adaptive_max_pool2d, embedding_bag, "
         "dropout, softmax, log_softmax, "
         "nll_loss, cross_entropy, binary_cross_entropy_with_logits, "
         "binary_cross_entropy, "
@@ -673,8 +675,9 @@ def _mse_loss(node, g):
 
 def _make_formulas():
     from ..nn import (_activations, _activations_more, _avg_pool,
-                      _axis_index, _conv1d, _embedding, _group_norm,
-                      _losses_more, _pad, _resample, _similarity)
+                      _axis_index, _conv1d, _embedding, _embedding_bag,
+                      _group_norm, _losses_more, _pad, _pool_more, _resample,
+                      _similarity)
     from ..nn import _rnn
     from ..nn import _losses as L
     from ..nn import _norm as N
@@ -735,11 +738,14 @@ def _make_formulas():
         N._BatchNorm: N.batch_norm_graph_grads,
         N._LayerNorm: N.layer_norm_graph_grads,
         **_writes.formulas(),
+        **_math.formulas(),
         **_avg_pool.formulas(),
         **_views.formulas(),
         **_activations.formulas(),
         **_activations_more.formulas(),
         **_embedding.formulas(),
+        **_embedding_bag.formulas(),
+        **_pool_more.formulas(),
         **_rnn.formulas(),
         **_scatter.formulas(),
         **_sort_scan.formulas(),

@@ -1,7 +1,8 @@
-"""Autograd for cumsum, cumprod, sort and topk (ampc/_tensor_sort.py):
-PyTorch's gradients, written with ampc's differentiable tensor ops, so the
-same formulas give the plain backward and, under ``create_graph=True``, a
-gradient with a graph of its own (higher_order.py).
+"""Autograd for cumsum, cumprod, sort, topk (ampc/_tensor_sort.py), cummax
+and cummin (ampc/_tensor_select.py): PyTorch's gradients, written with
+ampc's differentiable tensor ops, so the same formulas give the plain
+backward and, under ``create_graph=True``, a gradient with a graph of its
+own (higher_order.py).
 
 * cumsum: the gradient summed from the end (a reversed cumsum).
 * cumprod: as PyTorch's ``cumprod_backward``.  Along a line without zeros,
@@ -10,8 +11,9 @@ gradient with a graph of its own (higher_order.py).
   is 0 from the zero on, so only the earlier terms count), the first zero
   gets the reversed cumsum of ``g * cumprod(x with that zero taken as
   1)``, and positions after it get 0 (their products all hold the zero).
-* sort, topk: each value's gradient goes back to the index it came from;
-  the indices are not differentiable.
+* sort, topk, cummax, cummin: each value's gradient goes back to the
+  index it came from (summed where cummax repeats one); the indices are
+  not differentiable.
 """
 from .. import _C
 from .function import Function, _dev_str
@@ -126,9 +128,24 @@ class Topk(_Selection):
     _op, _dim_arg = "topk", 1
 
 
+class Cummax(_Selection):
+    """cummax(x, dim) -> (values, indices)."""
+
+    node_name = "CummaxBackward0"
+    _op, _dim_arg = "cummax", 0
+
+
+class Cummin(_Selection):
+    """cummin(x, dim) -> (values, indices)."""
+
+    node_name = "CumminBackward0"
+    _op, _dim_arg = "cummin", 0
+
+
 def scatter_grad(node, g, indices):
     """g (values' gradient) added at the indices it came from, zeros
-    elsewhere (each index appears once per line)."""
+    elsewhere (sort and topk name each index once per line; cummax and
+    cummin may name one many times, and the adds sum them)."""
     if g.ndim == 0:
         return g
     zeros = _C.full(node.in_shape, 0, g.dtype, _dev_str(g))
@@ -153,4 +170,5 @@ def formulas():
 
     return {Cumsum: cumsum, CumsumNoAutocast: cumsum,
             Cumprod: cumprod, CumprodNoAutocast: cumprod,
-            Sort: by_indices, Topk: by_indices}
+            Sort: by_indices, Topk: by_indices, Cummax: by_indices,
+            Cummin: by_indices}

@@ -43,6 +43,9 @@ from ._conv_transpose import conv_transpose1d, conv_transpose2d
 from ._feature_dropout import dropout1d, dropout2d, dropout3d
 from ._norm import batch_norm, layer_norm
 from ._pad import pad
+from ._pool_more import (adaptive_avg_pool1d, adaptive_max_pool1d,
+                         adaptive_max_pool2d, max_pool1d)
+from ._embedding_bag import embedding_bag
 from ._prelu import prelu
 from ._attention import scaled_dot_product_attention
 from ._mha import multi_head_attention_forward
@@ -61,6 +64,8 @@ __all__ = [
     "conv_transpose2d", "conv_transpose1d", "conv1d", "group_norm", "pad",
     "interpolate", "normalize", "cosine_similarity", "pairwise_distance",
     "scaled_dot_product_attention", "multi_head_attention_forward",
+    "max_pool1d", "adaptive_max_pool1d", "adaptive_max_pool2d",
+    "adaptive_avg_pool1d", "embedding_bag",
 ]
 
 

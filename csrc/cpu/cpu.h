@@ -251,6 +251,24 @@ typedef void (*ampc_range_fn)(void *ctx, int64_t begin, int64_t end);
 void ampc_parallel_for(int64_t n, int64_t grain, ampc_range_fn fn,
                        void *ctx);
 
+/* kernels_extra.h's kernels (ref only) */
+void ampc_scan_minmax_ref(int is_min, ampc_dtype dt, int64_t outer,
+                          int64_t n, int64_t inner, const void *x,
+                          void *values, int64_t *indices);
+int ampc_histc_ref(const ampc_histc_shape *s, ampc_dtype dt, const void *x,
+                   void *out);
+void ampc_adaptive_max_pool2d_ref(const ampc_pool2d_shape *s, ampc_dtype dt,
+                                  const void *x, void *y, int64_t *idx);
+int ampc_embedding_bag_fwd_ref(const ampc_bag_shape *s, ampc_dtype dt,
+                               const void *weight, const int64_t *indices,
+                               const int64_t *offsets, const void *psw,
+                               void *out, int64_t *bag_size,
+                               int64_t *max_idx);
+int ampc_embedding_bag_bwd_ref(const ampc_bag_shape *s, ampc_dtype dt,
+                               const void *grad, const int64_t *indices,
+                               const int64_t *offsets, const float *scale,
+                               const int64_t *bag_size,
+                               const int64_t *max_idx, void *grad_weight);
 void ampc_relu_bwd_ref(ampc_dtype dt, int64_t n, const void *grad_out,
                        const void *out, void *grad_in);
 void ampc_max_pool2d_fwd_ref(const ampc_pool2d_shape *s, ampc_dtype dt,

@@ -22,6 +22,7 @@
 #include "amp_math.h"
 #include "cpu/blocks.h"
 #include "cpu/cpu.h"
+#include "cpu/math_loops.h"
 #include "activation_math.h"
 #include "elementwise_math.h"
 #include "kernels.h"
@@ -109,6 +110,11 @@ ampc_binary_f32(ampc_binary_op op, int64_t n, const float *a, const float *b,
             o[i] = ampc_tanh_backward_f32(a[i], b[i]);
         }
         break;
+    case AMPC_BIN_ATAN2:
+    case AMPC_BIN_FMOD:
+    case AMPC_BIN_REMAINDER:
+        ampc_binary_math_f32(op, n, a, b, o);
+        break;
     default:
         for (i = 0; i < n; i++) {
             o[i] = powf(a[i], b[i]);
@@ -158,6 +164,10 @@ ampc_binary_i64(ampc_binary_op op, int64_t n, const int64_t *a,
         for (i = 0; i < n; i++) {
             o[i] = a[i] < b[i] ? a[i] : b[i];
         }
+        break;
+    case AMPC_BIN_FMOD:
+    case AMPC_BIN_REMAINDER:
+        ampc_binary_mod_i64(op, n, a, b, o);
         break;
     default:
         for (i = 0; i < n; i++) {
@@ -279,11 +289,16 @@ ampc_compare_i64(ampc_compare_op op, int64_t n, const int64_t *a,
     }
 }
 
-/* Every unary op but ISFINITE (which writes bool). */
+/* Every unary op but ISFINITE (which writes bool); SIN and the math after
+ * it in cpu/math_loops.h. */
 static AMPC_ALWAYS_INLINE void
 ampc_unary_f32(ampc_unary_op op, int64_t n, const float *a, float *o)
 {
     int64_t i;
+    if (op >= AMPC_UN_SIN) {
+        ampc_unary_math_f32(op, n, a, o);
+        return;
+    }
     switch (op) {
     case AMPC_UN_NEG:
         for (i = 0; i < n; i++) {
@@ -403,42 +418,6 @@ ampc_unary_f32(ampc_unary_op op, int64_t n, const float *a, float *o)
     case AMPC_UN_RECIPROCAL:
         for (i = 0; i < n; i++) {
             o[i] = ampc_reciprocal_f32(a[i]);
-        }
-        break;
-    case AMPC_UN_SIN:
-        ampc_trig_loop(0u, n, a, o);
-        break;
-    case AMPC_UN_COS:
-        ampc_trig_loop(1u, n, a, o);
-        break;
-    case AMPC_UN_LOG1P:
-        for (i = 0; i < n; i++) {
-            o[i] = ampc_log1p_f32(a[i]);
-        }
-        break;
-    case AMPC_UN_EXPM1:
-        for (i = 0; i < n; i++) {
-            o[i] = ampc_expm1_f32(a[i]);
-        }
-        break;
-    case AMPC_UN_LOG2:
-        for (i = 0; i < n; i++) {
-            o[i] = ampc_log2_f32(a[i]);
-        }
-        break;
-    case AMPC_UN_LOG10:
-        for (i = 0; i < n; i++) {
-            o[i] = ampc_log10_f32(a[i]);
-        }
-        break;
-    case AMPC_UN_ERF:
-        for (i = 0; i < n; i++) {
-            o[i] = ampc_erf_f32(a[i]);
-        }
-        break;
-    case AMPC_UN_ERFC:
-        for (i = 0; i < n; i++) {
-            o[i] = ampc_erfc_f32(a[i]);
         }
         break;
     default:

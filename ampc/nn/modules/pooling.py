@@ -1,4 +1,5 @@
-"""``MaxPool2d``, ``AvgPool2d`` and ``AdaptiveAvgPool2d``.
+"""``MaxPool2d``, ``AvgPool2d``, ``AdaptiveAvgPool2d``, ``MaxPool1d``,
+``AdaptiveMaxPool1d``, ``AdaptiveMaxPool2d`` and ``AdaptiveAvgPool1d``.
 
 >>> import ampc
 >>> ampc.nn.MaxPool2d(kernel_size=2, stride=2)
@@ -11,7 +12,8 @@ AdaptiveAvgPool2d(output_size=(1, 1))
 from .. import functional as F
 from .module import Module
 
-__all__ = ["AdaptiveAvgPool2d", "AvgPool2d", "MaxPool2d"]
+__all__ = ["AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveMaxPool1d",
+           "AdaptiveMaxPool2d", "AvgPool2d", "MaxPool1d", "MaxPool2d"]
 
 
 class MaxPool2d(Module):
@@ -107,3 +109,79 @@ class AdaptiveAvgPool2d(Module):
 
     def extra_repr(self):
         return f"output_size={self.output_size}"
+
+
+class MaxPool1d(Module):
+    """The maximum over kernel_size windows along the last dim of (N, C,
+    L) or (C, L) input (``F.max_pool1d``'s arguments).
+
+    >>> import ampc
+    >>> ampc.nn.MaxPool1d(3)
+    MaxPool1d(kernel_size=3, stride=3, padding=0, dilation=1, ceil_mode=False)
+    """
+
+    def __init__(self, kernel_size, stride=None, padding=0, dilation=1,
+                 return_indices=False, ceil_mode=False):
+        super().__init__()
+        self.kernel_size = kernel_size
+        self.stride = stride if (stride is not None) else kernel_size
+        self.padding = padding
+        self.dilation = dilation
+        self.return_indices = return_indices
+        self.ceil_mode = ceil_mode
+
+    def forward(self, input):
+        return F.max_pool1d(input, self.kernel_size, self.stride,
+                            self.padding, self.dilation,
+                            ceil_mode=self.ceil_mode,
+                            return_indices=self.return_indices)
+
+    def extra_repr(self):
+        return (f"kernel_size={self.kernel_size}, stride={self.stride}, "
+                f"padding={self.padding}, dilation={self.dilation}, "
+                f"ceil_mode={self.ceil_mode}")
+
+
+class _AdaptivePool(Module):
+    """An adaptive pooling to ``output_size``."""
+
+    def __init__(self, output_size):
+        super().__init__()
+        self.output_size = output_size
+
+    def extra_repr(self):
+        return f"output_size={self.output_size}"
+
+
+class AdaptiveMaxPool2d(_AdaptivePool):
+    """Max pooling to ``output_size`` (``F.adaptive_max_pool2d``).
+
+    >>> import ampc
+    >>> ampc.nn.AdaptiveMaxPool2d((3, None))(ampc.ones(1, 5, 7)).shape
+    ampc.Size([1, 3, 7])
+    """
+
+    def __init__(self, output_size, return_indices=False):
+        super().__init__(output_size)
+        self.return_indices = return_indices
+
+    def forward(self, input):
+        return F.adaptive_max_pool2d(input, self.output_size,
+                                     self.return_indices)
+
+
+class AdaptiveMaxPool1d(AdaptiveMaxPool2d):
+    """Max pooling of (N, C, L) or (C, L) input to ``output_size``
+    (``F.adaptive_max_pool1d``)."""
+
+    def forward(self, input):
+        return F.adaptive_max_pool1d(input, self.output_size,
+                                     self.return_indices)
+
+
+class AdaptiveAvgPool1d(_AdaptivePool):
+    """Average pooling of (N, C, L) or (C, L) input to ``output_size``
+    (``F.adaptive_avg_pool1d``)."""
+
+    def forward(self, input):
+        return F.adaptive_avg_pool1d(input, self.output_size)

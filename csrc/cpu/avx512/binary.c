@@ -1,4 +1,4 @@
-/* binary.c - add, sub, mul, div, maximum, minimum and pow of strided runs:
+/* binary.c - every binary op (kernels.h's ampc_binary_op) of strided runs:
  * cpu/loops.h compiled for AVX-512 F/BW/VL.
  */
 #if defined(__x86_64__)

@@ -1,4 +1,4 @@
-/* binary.c - add, sub, mul, div, maximum, minimum and pow of strided runs:
+/* binary.c - every binary op (kernels.h's ampc_binary_op) of strided runs:
  * portable C; the loops are in cpu/loops.h.
  */
 #include "cpu/loops.h"

@@ -19,6 +19,8 @@ ampc_register_cpu_ref(ampc_kernel_table *t, const char **variant)
     t->scan = ampc_scan_ref;
     t->sort = ampc_sort_ref;
     t->topk = ampc_topk_ref;
+    t->scan_minmax = ampc_scan_minmax_ref;
+    t->histc = ampc_histc_ref;
     t->count_true = ampc_count_true_ref;
     t->nonzero = ampc_nonzero_ref;
     t->where = ampc_where_ref;
@@ -38,6 +40,9 @@ ampc_register_cpu_ref(ampc_kernel_table *t, const char **variant)
     t->avg_pool2d_bwd = ampc_avg_pool2d_bwd_ref;
     t->interp_fwd = ampc_interp_fwd_ref;
     t->interp_bwd = ampc_interp_bwd_ref;
+    t->adaptive_max_pool2d = ampc_adaptive_max_pool2d_ref;
+    t->embedding_bag_fwd = ampc_embedding_bag_fwd_ref;
+    t->embedding_bag_bwd = ampc_embedding_bag_bwd_ref;
     t->softmax_fwd = ampc_softmax_fwd_ref;
     t->softmax_bwd = ampc_softmax_bwd_ref;
     t->nll_loss_fwd = ampc_nll_loss_fwd_ref;
