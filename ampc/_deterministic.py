@@ -7,10 +7,10 @@ form take their deterministic one: ``index_put_`` with
 index (sorted by destination, each destination written in index order:
 ``index_add_``, ``x[idx] += v``, ``index_put_``, the gradients of
 indexing, embedding, embedding_bag, nearest upsampling and the pads),
-``scatter_reduce``
-with float 'sum', 'mean' or 'prod' (so ``scatter_add_`` too), and conv2d,
-which keeps to deterministic cuDNN algorithms (``ampc.backends.cudnn.
-deterministic`` does that alone, as in PyTorch).  On the CPU a repeated
+``scatter_reduce`` with float 'sum', 'mean' or 'prod' (so
+``scatter_add_`` too), and conv2d, which keeps to deterministic cuDNN
+algorithms (``ampc.backends.cudnn.deterministic`` does that alone, as in
+PyTorch).  On the CPU a repeated
 index's plain writes land in index order.  Every other ampc kernel is
 deterministic already (the interpolation and pooling backwards gather,
 the losses and reductions sum in a fixed order), so no op is left to raise
