@@ -179,7 +179,12 @@ class _TensorLayout:
 
     def diagonal(self, offset=0, dim1=0, dim2=1):
         """The ``offset``-th diagonal over dims dim1 and dim2, as a view:
-        those dims dropped and the diagonal appended as the last dim."""
+        those dims dropped and the diagonal appended as the last dim.
+
+        >>> import ampc
+        >>> ampc.arange(6.0).view(2, 3).diagonal(1)
+        tensor([1., 5.])
+        """
         k = _int("diagonal", "offset", offset)
         d1, d2 = _diag_dims("diagonal", dim1, dim2, self.ndim)
         if _ag_mode.enabled and self.requires_grad:
@@ -188,7 +193,13 @@ class _TensorLayout:
 
     def diag_embed(self, offset=0, dim1=-2, dim2=-1):
         """A tensor with one more dim whose ``offset``-th diagonal over
-        dims dim1 and dim2 holds the last dim of self, zeros elsewhere."""
+        dims dim1 and dim2 holds the last dim of self, zeros elsewhere.
+
+        >>> import ampc
+        >>> ampc.tensor([1.0, 2.0]).diag_embed()
+        tensor([[1., 0.],
+                [0., 2.]])
+        """
         k = _int("diag_embed", "offset", offset)
         d1, d2 = _diag_dims("diag_embed", dim1, dim2, self.ndim + 1)
         n = self.shape[-1] + abs(k)
