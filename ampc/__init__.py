@@ -103,6 +103,8 @@ from ._finfo import finfo, iinfo  # noqa: E402
 from ._tensor_shape import eye, linspace  # noqa: E402
 from ._einsum import einsum  # noqa: E402
 from . import linalg  # noqa: E402
+from ._deterministic import *  # noqa: E402,F401,F403
+from ._deterministic import __all__ as _deterministic_all  # noqa: E402
 
 __all__ += ["utils", "vision", "Generator", "set_num_threads",
             "get_num_threads", "finfo", "iinfo", "eye", "linspace",
@@ -117,7 +119,7 @@ _amp_foreach_non_finite_check_and_unscale_ = \
     _C._amp_foreach_non_finite_check_and_unscale_
 _amp_update_scale_ = _C._amp_update_scale_
 
-__all__ += ["amp", "testing"]
+__all__ += ["amp", "testing"] + list(_deterministic_all)
 
 # more tensor functions: prod, tril, roll, lerp, randperm, ... (the
 # methods in _tensor_more.py and _tensor_layout.py, the random draws in
@@ -131,7 +133,8 @@ from ._creation import _make_function  # noqa: E402
 _MORE_FUNCTIONS = [
     "prod", "logsumexp", "count_nonzero", "lerp", "addcmul", "addcdiv",
     "nan_to_num", "nan_to_num_", "tril", "triu", "roll", "movedim",
-    "moveaxis", "repeat_interleave", "diag", "outer", "ger",
+    "moveaxis", "repeat_interleave", "diag", "diagonal", "diag_embed",
+    "outer", "ger",
     # _tensor_extra.py
     "amax", "amin", "median", "select", "dot", "vdot", "mv", "trace",
     "clamp_min", "clamp_max", "tensor_split", "hsplit", "vsplit", "dsplit",

@@ -184,9 +184,20 @@ def _new(fn, size, dtype, device, default=None):
 
 
 def empty(*size, dtype=None, device=None, requires_grad=False):
-    """An uninitialised tensor of the given shape (float32 by default)."""
+    """An uninitialised tensor of the given shape (float32 by default);
+    under ``use_deterministic_algorithms(True)`` filled with NaN (floats)
+    or the largest value (integers, bool True), as PyTorch's, unless
+    ``ampc.utils.deterministic.fill_uninitialized_memory`` is False."""
     t, _ = _new("empty", size, dtype, device)
+    if _C._deterministic_algorithms()[0]:
+        from .utils import deterministic
+        if deterministic.fill_uninitialized_memory:
+            _C.fill_(t, _UNINITIALIZED.get(t.dtype.name, float("nan")))
     return _finish("empty", t, requires_grad)
+
+
+# what empty() fills with under deterministic algorithms (floats: NaN)
+_UNINITIALIZED = {"int64": 2 ** 63 - 1, "bool": True}
 
 
 def zeros(*size, dtype=None, device=None, requires_grad=False):

@@ -8,7 +8,9 @@ some later operand or the output needs are the batch, the others both
 share are contracted, and the rest are the rows and columns of one
 ``matmul`` of (batch, rows, contracted) by (batch, contracted, columns).
 Size-1 dims broadcast, as in PyTorch.  A label repeated within one operand
-(a diagonal or trace) and the sublist format are not supported.
+first becomes one dim, the diagonal (a strided view, ``Tensor.diagonal``),
+so 'ii->i' is the diagonal and 'ii' the trace.  The sublist format is not
+supported.
 
 >>> import ampc
 >>> ampc.einsum("ij,jk->ik", ampc.ones(2, 3), ampc.ones(3, 4)).shape
@@ -87,12 +89,6 @@ def _parse(equation, operands):
     for k, (term, t) in enumerate(zip(terms, operands)):
         labels = _parse_term(term, offset, k)
         offset += len(term) + 1
-        seen = [x for x in labels if x != _ELL]
-        if len(set(seen)) != len(seen):
-            raise NotImplementedError(
-                f"einsum(): ampc does not support a subscript repeated "
-                f"within one operand (operand {k}: '{term}', a diagonal or "
-                "trace)")
         labels = _expand_ellipsis(labels, t.ndim, k)
         ell = max(ell, sum(isinstance(x, tuple) for x in labels))
         ins.append(labels)
@@ -121,6 +117,24 @@ def _parse(equation, operands):
                     counts[x] = counts.get(x, 0) + 1
         out = ell_labels + sorted(x for x, c in counts.items() if c == 1)
     return ins, out
+
+
+def _diagonals(t, labels, k):
+    """t with each subscript repeated within it reduced to one dim by
+    taking the diagonal (a strided view): (t, its labels, each once)."""
+    labels = list(labels)
+    for q in range(len(labels) - 1, 0, -1):
+        x = labels[q]
+        if x not in labels[:q]:
+            continue
+        p = labels.index(x)
+        if t.shape[p] != t.shape[q]:
+            raise RuntimeError(
+                f"einsum(): subscript {x} is repeated for operand {k} but "
+                f"the sizes don't match, {t.shape[q]} != {t.shape[p]}")
+        t = t.diagonal(0, p, q)
+        labels = [y for i, y in enumerate(labels) if i not in (p, q)] + [x]
+    return t, labels
 
 
 def _sizes(ins, operands):
@@ -204,6 +218,8 @@ def einsum(*args):
     if not operands:
         raise RuntimeError("einsum(): must provide at least one operand")
     ins, out = _parse(equation, operands)
+    for k, t in enumerate(operands):
+        operands[k], ins[k] = _diagonals(t, ins[k], k)
     sizes = _sizes(ins, operands)
     t, labels = operands[0], ins[0]
     for k in range(len(operands)):

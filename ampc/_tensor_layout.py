@@ -1,5 +1,6 @@
 """``Tensor.tril``/``triu`` (and in place), ``roll``, ``movedim``/
-``moveaxis``, ``repeat_interleave``, ``diag``, ``outer`` and ``addmm``;
+``moveaxis``, ``repeat_interleave``, ``diag``, ``diagonal`` (a strided
+view), ``diag_embed``, ``outer`` and ``addmm``;
 and the functions ``hstack``, ``vstack``, ``dstack``, ``atleast_1d/2d/3d``,
 ``meshgrid`` and ``broadcast_tensors``.  Each is a view, a masked fill,
 an index read, ``cat`` or ``matmul``, so autograd flows through the ops
@@ -19,6 +20,8 @@ from . import _C
 from ._dtype_device import _pybool, _wrap_dim, int64
 from ._tensor_args import _TB, _check_number, _check_tensor
 from ._tensor_more import _autocast, _dev
+from .autograd import views as _views
+from .autograd.grad_mode import _mode as _ag_mode
 
 __all__ = ["hstack", "vstack", "dstack", "atleast_1d", "atleast_2d",
            "atleast_3d", "meshgrid", "broadcast_tensors", "addmm"]
@@ -174,6 +177,39 @@ class _TensorLayout:
         at = _C.arange(0, length, 1, int64, _dev(self))
         return self[at + r0, at + c0]
 
+    def diagonal(self, offset=0, dim1=0, dim2=1):
+        """The ``offset``-th diagonal over dims dim1 and dim2, as a view:
+        those dims dropped and the diagonal appended as the last dim.
+
+        >>> import ampc
+        >>> ampc.arange(6.0).view(2, 3).diagonal(1)
+        tensor([1., 5.])
+        """
+        k = _int("diagonal", "offset", offset)
+        d1, d2 = _diag_dims("diagonal", dim1, dim2, self.ndim)
+        if _ag_mode.enabled and self.requires_grad:
+            return _views.Diagonal.apply(self, k, d1, d2)
+        return _views.diagonal_view(self, k, d1, d2)
+
+    def diag_embed(self, offset=0, dim1=-2, dim2=-1):
+        """A tensor with one more dim whose ``offset``-th diagonal over
+        dims dim1 and dim2 holds the last dim of self, zeros elsewhere.
+
+        >>> import ampc
+        >>> ampc.tensor([1.0, 2.0]).diag_embed()
+        tensor([[1., 0.],
+                [0., 2.]])
+        """
+        k = _int("diag_embed", "offset", offset)
+        d1, d2 = _diag_dims("diag_embed", dim1, dim2, self.ndim + 1)
+        n = self.shape[-1] + abs(k)
+        shape = list(self.shape[:-1])
+        for d in sorted((d1, d2)):
+            shape.insert(d, n)
+        if _ag_mode.enabled and self.requires_grad:
+            return _views.DiagEmbed.apply(self, tuple(shape), k, d1, d2)
+        return _views.embed_diagonal(self, shape, k, d1, d2)
+
     def outer(self, vec2):
         """The outer product self[i] * vec2[j] of two 1-D tensors."""
         _check_tensor("outer", "vec2", vec2)
@@ -189,6 +225,15 @@ class _TensorLayout:
         """beta * self + alpha * (mat1 @ mat2); with beta 0 self is not
         read (its NaNs do not propagate), as in PyTorch."""
         return addmm(self, mat1, mat2, beta=beta, alpha=alpha)
+
+
+def _diag_dims(fn, dim1, dim2, ndim):
+    d1 = _wrap_dim(fn, dim1, ndim, "dim1")
+    d2 = _wrap_dim(fn, dim2, ndim, "dim2")
+    if d1 == d2:
+        raise RuntimeError(f"{fn}(): diagonal dimensions cannot be "
+                           f"identical {dim1}, {dim2}")
+    return d1, d2
 
 
 def _repeat_counts(repeats, output_size, size=None):

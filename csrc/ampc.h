@@ -314,6 +314,9 @@ int ampc_grad_scaler_init(PyObject *module);
  * tensors); it then stops reporting (warn once).  0 otherwise, -1 on
  * error. */
 int ampc_grad_scaler_clip_pending(PyObject *grads);
+/* 1 when use_deterministic_algorithms(True) is in force (deterministic.c):
+ * the ops with a nondeterministic CUDA path take their deterministic one. */
+int ampc_deterministic_algorithms(void);
 
 // ----------------------------------------------------------------------------
 // NN ops and optimizer steps (nn_ops.c, optim_ops.c): argument checks that

@@ -231,7 +231,7 @@ op_conv2d(PyObject *module, PyObject *args, PyObject *kwds)
         err = ampc_numel(y) > 0
                   ? ampc_cuda.conv2d_fwd(&s, x->dtype, xc->data, wc->data,
                                          bias, relu, y->data,
-                                         &ampc_la_cudnn_opts)
+                                         ampc_la_conv_opts())
                   : 0;
         if (err != 0) {
             ampc_cuda_raise(fn, err);
@@ -333,13 +333,13 @@ op_conv2d_backward(PyObject *module, PyObject *args)
         if (gx != NULL && ampc_numel(gx) > 0) {
             err = ampc_cuda.conv2d_bwd_input(&s, x->dtype, goc->data,
                                              wc->data, gx->data,
-                                             &ampc_la_cudnn_opts);
+                                             ampc_la_conv_opts());
         }
         if (err == 0 && (gw != NULL || gb != NULL)) {
             err = ampc_cuda.conv2d_bwd_weight(&s, x->dtype, goc->data,
                                               xc->data, gw ? gw->data : NULL,
                                               gb ? gb->data : NULL,
-                                              &ampc_la_cudnn_opts);
+                                              ampc_la_conv_opts());
         }
         if (err != 0) {
             ampc_cuda_raise(fn, err);
@@ -450,7 +450,7 @@ op_conv2d_input_grad(PyObject *module, PyObject *args)
     int err = 0;
     if (ampc_numel(gx) > 0 && ampc_is_cuda(go)) {
         err = ampc_cuda.conv2d_bwd_input(&s, go->dtype, goc->data, wc->data,
-                                         gx->data, &ampc_la_cudnn_opts);
+                                         gx->data, ampc_la_conv_opts());
         if (err != 0) {
             ampc_cuda_raise(fn, err);
             goto error;

@@ -308,7 +308,16 @@ op_index_put_(PyObject *module, PyObject *args, PyObject *kwds)
     }
     const int64_t *ix = (const int64_t *)rows->data;
     int rc = 0, cpu_rc = 0;
-    if (work && ampc_is_cuda(t)) {
+    /* use_deterministic_algorithms: a repeated index's writes land in
+     * order (the CPU's order; on CUDA sorted by destination), and CUDA's
+     * float32 accumulation adds in that order too (int64 adds commute) */
+    g.ordered = ampc_deterministic_algorithms();
+    if (work && ampc_is_cuda(t) && g.ordered &&
+        (!accumulate || t->dtype == AMPC_FLOAT32)) {
+        rc = ampc_cuda.index_put_sorted(&g, t->dtype, accumulate, t->data,
+                                        ix, v->data);
+    }
+    else if (work && ampc_is_cuda(t)) {
         rc = ampc_cuda.index_put(&g, t->dtype, accumulate, t->data, ix,
                                  v->data);
     }

@@ -233,6 +233,7 @@ typedef void (*ampc_lerp_fn)(ampc_dtype dt, int64_t n, const void *start,
 typedef struct {
     int k;
     int wrap;                               /* 0: a negative index is bad */
+    int ordered;                            /* put: tuples land in order */
     int64_t n;
     int64_t size[AMPC_MAX_DIMS];            /* t's indexed dims */
     int64_t stride[AMPC_MAX_DIMS];          /* and their strides in t */
@@ -252,8 +253,8 @@ typedef int (*ampc_index_gather_fn)(const ampc_index_geom *g, size_t es,
 
 /* t[idx[:, j], r] = v[j, r], or += when accumulate (dt float32 or int64
  * then; an index met twice adds twice, in order of j).  Without
- * accumulate, which of two writes to one element lands is unspecified.
- * 0, or -1 when out of host memory. */
+ * accumulate, which of two writes to one element lands is unspecified
+ * (g->ordered: the last).  0, or -1 when out of host memory. */
 typedef int (*ampc_index_put_fn)(const ampc_index_geom *g, ampc_dtype dt,
                                   int accumulate, void *t,
                                   const int64_t *idx, const void *v);

@@ -274,6 +274,22 @@ typedef int (*ampc_cuda_index_gather_fn)(const ampc_index_geom *g,
 typedef int (*ampc_cuda_index_put_fn)(const ampc_index_geom *g,
                                       ampc_dtype dt, int accumulate, void *t,
                                       const int64_t *idx, const void *v);
+/* The deterministic forms (use_deterministic_algorithms): the writes
+ * sorted by destination (CUB's stable radix sort), then each destination
+ * element written by one thread in the original order, as the CPU: an
+ * accumulation adds in order of j, a put keeps the last write; scatter's
+ * float sum, mean and prod combine in index order (the CPU's bits).  Bad
+ * indices are skipped and reported (ampc_nn_error). */
+typedef int (*ampc_cuda_index_put_sorted_fn)(const ampc_index_geom *g,
+                                             ampc_dtype dt, int accumulate,
+                                             void *t, const int64_t *idx,
+                                             const void *v);
+typedef int (*ampc_cuda_scatter_reduce_sorted_fn)(const ampc_scatter_geom *g,
+                                                  ampc_dtype dt,
+                                                  ampc_scatter_op op,
+                                                  void *t,
+                                                  const int64_t *idx,
+                                                  const void *src);
 /* kernels.h ampc_scatter_reduce_fn on device memory (cuda/scatter.cu): the
  * values an element receives are combined by atomics (atomicAdd for sum
  * and mean, a compare-and-swap loop for prod, amax and amin), in no set
@@ -450,6 +466,15 @@ typedef int (*ampc_cuda_avg_pool2d_bwd_fn)(const ampc_avg_pool2d_shape *s,
                                            ampc_dtype dt,
                                            const void *grad_out,
                                            void *grad_in);
+/* interp.h ampc_interp_fwd_fn / ampc_interp_bwd_fn on device memory, in
+ * the CPU's order of sums (so float32 gives the CPU's bits); the backward
+ * gathers each input's outputs (no atomics: deterministic) */
+typedef int (*ampc_cuda_interp_fwd_fn)(const ampc_interp_shape *s,
+                                       ampc_dtype dt, const void *x,
+                                       void *y);
+typedef int (*ampc_cuda_interp_bwd_fn)(const ampc_interp_shape *s,
+                                       ampc_dtype dt, const void *grad_out,
+                                       void *grad_in);
 /* kernels.h ampc_max_pool2d_gather_fn on device memory; an index outside
  * its plane gives 0 and is reported (ampc_nn_error). */
 typedef int (*ampc_cuda_max_pool2d_gather_fn)(const ampc_pool2d_shape *s,

@@ -1,7 +1,7 @@
 /* kernels_extra.h - kernel types of the ops added beside kernels.h's
- * families: cummax/cummin, histc, adaptive_max_pool2d and embedding_bag
- * (Python side: csrc/ops_stats.c, csrc/nn_adaptive_max_pool.c,
- * csrc/nn_embedding_bag.c).  Included by kernels.h before the table, inside
+ * families: cummax/cummin, histc, adaptive_max_pool2d, embedding_bag and
+ * (interp.h) interpolate's separable modes (Python side: csrc/ops_stats.c,
+ * csrc/nn_adaptive_max_pool.c, csrc/nn_embedding_bag.c, nn_interp.c).  Included by kernels.h before the table, inside
  * its extern "C"; kernels.h's conventions hold (contiguous tensors, float16
  * and bfloat16 computed in float32 and rounded once).
  */
@@ -96,5 +96,10 @@ typedef int (*ampc_embedding_bag_bwd_fn)(const ampc_bag_shape *s,
                                          const int64_t *bag_size,
                                          const int64_t *max_idx,
                                          void *grad_weight);
+
+// ----------------------------------------------------------------------------
+// interpolate's separable modes (csrc/nn_interp.c)
+
+#include "interp.h"
 
 #endif /* AMPC_KERNELS_EXTRA_H */

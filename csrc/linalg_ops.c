@@ -17,6 +17,18 @@ ampc_cudnn_opts ampc_la_cudnn_opts = {
     .enabled = 1, .benchmark = 0, .deterministic = 0, .allow_tf32 = 1,
 };
 
+/* The cuDNN flags a CUDA convolution runs with: ampc.backends.cudnn's,
+ * deterministic also under use_deterministic_algorithms (as PyTorch's
+ * convolutions).  Read with the GIL held, before the call. */
+const ampc_cudnn_opts *
+ampc_la_conv_opts(void)
+{
+    static ampc_cudnn_opts o;
+    o = ampc_la_cudnn_opts;
+    o.deterministic = o.deterministic || ampc_deterministic_algorithms();
+    return &o;
+}
+
 // ----------------------------------------------------------------------------
 // argument helpers
 

@@ -13,6 +13,8 @@
 /* ampc.backends.cudnn.*, with PyTorch's defaults (set with the GIL held by
  * _set_linalg_cuda_flags, read by the conv2d ops). */
 extern ampc_cudnn_opts ampc_la_cudnn_opts;
+/* ampc_la_cudnn_opts with use_deterministic_algorithms folded in */
+const ampc_cudnn_opts *ampc_la_conv_opts(void);
 
 /* obj as a tensor (CPU or CUDA) of a float dtype; NULL with an exception
  * naming fn and arg otherwise.  Borrowed. */

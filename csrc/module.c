@@ -478,6 +478,8 @@ extern PyMethodDef ampc_conv_methods[];
 extern PyMethodDef ampc_nn_activation_methods[];
 extern PyMethodDef ampc_nn_pool_methods[];
 extern PyMethodDef ampc_nn_avg_pool_methods[];
+extern PyMethodDef ampc_nn_interp_methods[];
+extern PyMethodDef ampc_deterministic_methods[];
 extern PyMethodDef ampc_nn_adaptive_max_pool_methods[];
 extern PyMethodDef ampc_nn_embedding_bag_methods[];
 extern PyMethodDef ampc_stats_methods[];
@@ -514,6 +516,8 @@ join_functions(void)
                                    ampc_nn_activation_methods,
                                    ampc_nn_pool_methods,
                                    ampc_nn_avg_pool_methods,
+                                   ampc_nn_interp_methods,
+                                   ampc_deterministic_methods,
                                    ampc_nn_adaptive_max_pool_methods,
                                    ampc_nn_embedding_bag_methods,
                                    ampc_stats_methods,

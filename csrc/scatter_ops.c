@@ -178,7 +178,17 @@ run(const char *fn, AmpcTensorObject *t, AmpcTensorObject *ix,
     }
     int64_t *counts = cnt != NULL ? (int64_t *)cnt->data : NULL;
     int rc = 0;
-    if (ampc_is_cuda(t)) {
+    /* use_deterministic_algorithms: CUDA's float sum, mean and prod
+     * (atomics, in no set order) sorted by destination instead; amax, amin
+     * and int64 results do not depend on the order */
+    if (ampc_is_cuda(t) && ampc_deterministic_algorithms() &&
+        t->dtype == AMPC_FLOAT32 && op != AMPC_SCATTER_AMAX &&
+        op != AMPC_SCATTER_AMIN) {
+        rc = ampc_cuda.scatter_reduce_sorted(&g, t->dtype, op, t->data,
+                                             (const int64_t *)ix->data,
+                                             src->data);
+    }
+    else if (ampc_is_cuda(t)) {
         rc = ampc_cuda.scatter_reduce(&g, t->dtype, op, t->data,
                                       (const int64_t *)ix->data, src->data,
                                       counts);

@@ -1,9 +1,12 @@
 /* index.cu - advanced indexing (gather and put at rows of int64 indices)
  * and nonzero on the GPU; csrc/cpu/ref/index.c is the CPU version.  The
  * shapes are kernels.h's ampc_index_geom; bad indices go to the deferred
- * error report (kernels_cuda.h ampc_nn_error), so no launch waits.
+ * error report (kernels_cuda.h ampc_nn_error), so no launch waits.  A put
+ * is a thread per element (an accumulation atomic), or, deterministic,
+ * sorted by destination first (sorted_writes.cuh).
  */
 #include "nn_common.cuh"
+#include "sorted_writes.cuh"
 
 #define NONZERO_THREADS 256         /* a round is one element per thread */
 #define NONZERO_WARPS (NONZERO_THREADS / 32)
@@ -14,19 +17,29 @@
 
 /* The offsets in t and v of element e of the (n, rest...) iteration; false
  * (reported, *to unset) when its index tuple is out of range. */
-__device__ __forceinline__ bool
-index_offsets(const ampc_index_geom &g, const int64_t *idx, int64_t e,
-              int64_t *to, int64_t *vo, ampc_nn_error *err)
+/* The offsets in t and v of element r of the rest dims. */
+__device__ __forceinline__ void
+index_rest_offsets(const ampc_index_geom &g, int64_t r, int64_t *to,
+                   int64_t *vo)
 {
-    int64_t j = e / g.rest_numel, r = e - j * g.rest_numel;
-    int64_t t_off = 0, v_off = j * g.v_stride;
+    int64_t t_off = 0, v_off = 0;
     for (int d = g.nrest - 1; d >= 0; d--) {
         int64_t c = r % g.rest[d];
         r /= g.rest[d];
         t_off += c * g.t_rest_stride[d];
         v_off += c * g.v_rest_stride[d];
     }
+    *to = t_off;
     *vo = v_off;
+}
+
+__device__ __forceinline__ bool
+index_offsets(const ampc_index_geom &g, const int64_t *idx, int64_t e,
+              int64_t *to, int64_t *vo, ampc_nn_error *err)
+{
+    int64_t j = e / g.rest_numel, t_off, v_off;
+    index_rest_offsets(g, e - j * g.rest_numel, &t_off, &v_off);
+    *vo = v_off + j * g.v_stride;
     for (int d = 0; d < g.k; d++) {
         int64_t i = idx[d * g.n + j];
         int64_t w = i < 0 && g.wrap ? i + g.size[d] : i;
@@ -72,6 +85,72 @@ index_add_kernel(ampc_index_geom g, T *t, const int64_t *idx, const T *v,
         int64_t to, vo;
         if (index_offsets(g, idx, e, &to, &vo, err)) {
             atomicAdd(t + to, v[vo]);
+        }
+    }
+}
+
+// ----------------------------------------------------------------------------
+// CUDA kernels: the deterministic put (sorted by destination)
+
+/* keys[j]: tuple j's position in the indexed dims (row-major), or bad
+ * (their element count) for a bad index (reported); pos[j] = j */
+__global__ void
+index_keys_kernel(ampc_index_geom g, const int64_t *idx, sorted_key bad,
+                  sorted_key *keys, int64_t *pos, ampc_nn_error *err)
+{
+    for (int64_t j = nn_tid(); j < g.n; j += nn_nthreads()) {
+        sorted_key key = 0;
+        for (int d = 0; d < g.k; d++) {
+            int64_t i = idx[d * g.n + j];
+            int64_t w = i < 0 && g.wrap ? i + g.size[d] : i;
+            if ((uint64_t)w >= (uint64_t)g.size[d]) {
+                nn_report(err, i, g.size[d], AMPC_NN_ERR_INDEX);
+                key = bad;
+                break;
+            }
+            key = key * (sorted_key)g.size[d] + (sorted_key)w;
+        }
+        keys[j] = key;
+        pos[j] = j;
+    }
+}
+
+/* One thread per (run of one destination tuple, rest element): the run's
+ * values added to t in order of j (ADD; T float or the unsigned 64-bit
+ * int64 adds wrap in), or the last one written (T an unsigned integer of
+ * the element's size). */
+template <typename T, bool ADD>
+__global__ void
+index_sorted_kernel(ampc_index_geom g, T *t, const T *v,
+                    const sorted_key *keys, const int64_t *pos,
+                    sorted_key bad)
+{
+    int64_t total = g.n * g.rest_numel;
+    for (int64_t e = nn_tid(); e < total; e += nn_nthreads()) {
+        int64_t i = e / g.rest_numel;
+        if (!sorted_run_head(keys, i, bad)) {
+            continue;
+        }
+        int64_t to, vo;
+        index_rest_offsets(g, e - i * g.rest_numel, &to, &vo);
+        sorted_key key = keys[i];
+        for (int d = g.k - 1; d >= 0; d--) {
+            to += (int64_t)(key % (sorted_key)g.size[d]) * g.stride[d];
+            key /= (sorted_key)g.size[d];
+        }
+        if constexpr (ADD) {
+            T acc = t[to];
+            for (int64_t q = i; q < g.n && keys[q] == keys[i]; q++) {
+                acc += v[pos[q] * g.v_stride + vo];
+            }
+            t[to] = acc;
+        }
+        else {
+            int64_t last = i;
+            while (last + 1 < g.n && keys[last + 1] == keys[i]) {
+                last++;
+            }
+            t[to] = v[pos[last] * g.v_stride + vo];
         }
     }
 }
@@ -264,6 +343,75 @@ ampc_index_put_cuda(const ampc_index_geom *g, ampc_dtype dt, int accumulate,
     }
     AMPC_CUDA_CHECK_LAUNCH();
     return 0;
+}
+
+/* The deterministic put: sorted by destination, then each run applied by
+ * one thread (per rest element) in order. */
+template <typename T, bool ADD>
+static int
+index_sorted(const ampc_index_geom *g, void *t, const int64_t *idx,
+             const void *v)
+{
+    ampc_nn_error *err;
+    unsigned blocks;
+    int rc = index_launch(g, &err, &blocks);
+    if (rc != 0 || blocks == 0) {
+        return rc;
+    }
+    sorted_key bad = 1;
+    for (int d = 0; d < g->k; d++) {
+        bad *= (sorted_key)g->size[d];
+    }
+    sorted_writes s;
+    rc = sorted_writes_alloc(&s, g->n, bad);
+    if (rc != 0) {
+        return rc;
+    }
+    cudaStream_t st = ampc_cuda_stream();
+    index_keys_kernel<<<nn_blocks(g->n, AMPC_NN_THREADS), AMPC_NN_THREADS,
+                        0, st>>>(*g, idx, bad, s.keys_in, s.pos_in, err);
+    cudaError_t e = cudaGetLastError();
+    if (e == cudaSuccess && (rc = sorted_writes_sort(&s)) != 0) {
+        return rc;                  /* (the block is freed) */
+    }
+    if (e == cudaSuccess) {
+        index_sorted_kernel<T, ADD><<<blocks, AMPC_NN_THREADS, 0, st>>>(
+            *g, (T *)t, (const T *)v, s.keys, s.pos, bad);
+        e = cudaGetLastError();
+    }
+    /* NOTE: freed while the kernels may still run: the caching allocator
+     * hands the block only to later work on this stream. */
+    ampc_cuda_scratch_free(s.block);
+    if (e != cudaSuccess) {
+        ampc_cuda_record_error(__FILE__, __LINE__, "index_put sorted",
+                               (int)e);
+        return (int)e;
+    }
+    return 0;
+}
+
+extern "C" int
+ampc_index_put_sorted_cuda(const ampc_index_geom *g, ampc_dtype dt,
+                           int accumulate, void *t, const int64_t *idx,
+                           const void *v)
+{
+    typedef unsigned long long u64;
+    if (accumulate && dt == AMPC_FLOAT32) {
+        return index_sorted<float, true>(g, t, idx, v);
+    }
+    if (accumulate && dt == AMPC_INT64) {
+        return index_sorted<u64, true>(g, t, idx, v);
+    }
+    switch (accumulate ? 0 : ampc_dtype_size[dt]) {
+    case 1: return index_sorted<uint8_t, false>(g, t, idx, v);
+    case 2: return index_sorted<uint16_t, false>(g, t, idx, v);
+    case 4: return index_sorted<uint32_t, false>(g, t, idx, v);
+    case 8: return index_sorted<u64, false>(g, t, idx, v);
+    default:
+        ampc_cuda_record_error(__FILE__, __LINE__, "index_put sorted: dtype",
+                               (int)cudaErrorInvalidValue);
+        return (int)cudaErrorInvalidValue;
+    }
 }
 
 /* mask (n) bools -> offsets (tiles + 1), tiles = ceil(n / TILE) */

@@ -6,10 +6,14 @@
  * launches, in stream order: the identity written where include_self is
  * false, the reduction, and mean's division (once per element: the thread
  * that takes its count divides).  Bad indices go to the deferred error
- * report (kernels_cuda.h ampc_nn_error), so no launch waits.
+ * report (kernels_cuda.h ampc_nn_error), so no launch waits.  The
+ * deterministic form sorts the index elements by destination first
+ * (sorted_writes.cuh) and combines each destination's values in index
+ * order on one thread, as the CPU.
  */
 #include "nn_common.cuh"
 #include "scatter_math.h"
+#include "sorted_writes.cuh"
 
 // ----------------------------------------------------------------------------
 // the element rules for the two dtypes, as overloads
@@ -249,6 +253,130 @@ scatter_launch(const ampc_scatter_geom *g, ampc_scatter_op op, T *t,
         AMPC_CUDA_CHECK_LAUNCH();
     }
     return 0;
+}
+
+// ----------------------------------------------------------------------------
+// the deterministic form: sorted by destination
+
+/* keys[e]: index element e's destination offset in t less `base` (the
+ * lowest offset, so keys are >= 0), or bad for a bad index (reported);
+ * pos[e] = e */
+__global__ void
+scatter_keys_kernel(ampc_scatter_geom g, int64_t total, const int64_t *idx,
+                    int64_t base, sorted_key bad, sorted_key *keys,
+                    int64_t *pos, ampc_nn_error *err)
+{
+    for (int64_t e = nn_tid(); e < total; e += nn_nthreads()) {
+        scatter_at at;
+        keys[e] = scatter_offsets(g, idx, e, &at, err)
+                      ? (sorted_key)(at.t - base)
+                      : bad;
+        pos[e] = e;
+    }
+}
+
+/* One thread per run of one destination: from t's value (include_self) or
+ * the identity, each value combined in index order, mean divided by the
+ * run's length (plus one with include_self), as the CPU. */
+template <typename T, ampc_scatter_op OP>
+__global__ void
+scatter_sorted_kernel(ampc_scatter_geom g, int64_t total, T *t,
+                      const int64_t *idx, const T *src, T first,
+                      int64_t base, const sorted_key *keys,
+                      const int64_t *pos, sorted_key bad)
+{
+    for (int64_t i = nn_tid(); i < total; i += nn_nthreads()) {
+        if (!sorted_run_head(keys, i, bad)) {
+            continue;
+        }
+        T *e = t + (int64_t)keys[i] + base;
+        T acc = g.include_self ? *e : first;
+        int64_t n = 0;
+        for (int64_t q = i; q < total && keys[q] == keys[i]; q++, n++) {
+            scatter_at at;
+            scatter_offsets(g, idx, pos[q], &at, NULL);
+            acc = sc_combine(OP, acc, src[at.s]);
+        }
+        if constexpr (OP == AMPC_SCATTER_MEAN) {
+            acc = sc_mean(acc, n + g.include_self);
+        }
+        *e = acc;
+    }
+}
+
+template <typename T>
+static int
+scatter_sorted(const ampc_scatter_geom *g, ampc_scatter_op op, T *t,
+               const int64_t *idx, const T *src, T first)
+{
+    int64_t total = 1, lo = 0, hi = 0;
+    for (int d = 0; d < g->ndim; d++) {
+        total *= g->size[d];
+        int64_t extent = (d == g->dim ? g->dim_size : g->size[d]) - 1;
+        lo += g->t_stride[d] < 0 ? extent * g->t_stride[d] : 0;
+        hi += g->t_stride[d] > 0 ? extent * g->t_stride[d] : 0;
+    }
+    if (total == 0) {
+        return 0;
+    }
+    ampc_nn_error *err;
+    int rc = ampc_nn_error_device(&err);
+    sorted_key bad = (sorted_key)(hi - lo) + 1;
+    sorted_writes s;
+    if (rc != 0 || (rc = sorted_writes_alloc(&s, total, bad)) != 0) {
+        return rc;
+    }
+    unsigned blocks = nn_blocks(total, AMPC_NN_THREADS);
+    cudaStream_t st = ampc_cuda_stream();
+    scatter_keys_kernel<<<blocks, AMPC_NN_THREADS, 0, st>>>(
+        *g, total, idx, lo, bad, s.keys_in, s.pos_in, err);
+    cudaError_t e = cudaGetLastError();
+    if (e == cudaSuccess && (rc = sorted_writes_sort(&s)) != 0) {
+        return rc;                  /* (the block is freed) */
+    }
+#define SORTED(OP)                                                          \
+    scatter_sorted_kernel<T, OP><<<blocks, AMPC_NN_THREADS, 0, st>>>(       \
+        *g, total, t, idx, src, first, lo, s.keys, s.pos, bad)
+    if (e == cudaSuccess) {
+        switch (op) {
+        case AMPC_SCATTER_SUM: SORTED(AMPC_SCATTER_SUM); break;
+        case AMPC_SCATTER_PROD: SORTED(AMPC_SCATTER_PROD); break;
+        case AMPC_SCATTER_MEAN: SORTED(AMPC_SCATTER_MEAN); break;
+        case AMPC_SCATTER_AMAX: SORTED(AMPC_SCATTER_AMAX); break;
+        default: SORTED(AMPC_SCATTER_AMIN); break;
+        }
+        e = cudaGetLastError();
+    }
+#undef SORTED
+    /* NOTE: freed while the kernels may still run: the caching allocator
+     * hands the block only to later work on this stream. */
+    ampc_cuda_scratch_free(s.block);
+    if (e != cudaSuccess) {
+        ampc_cuda_record_error(__FILE__, __LINE__, "scatter_reduce sorted",
+                               (int)e);
+        return (int)e;
+    }
+    return 0;
+}
+
+extern "C" int
+ampc_scatter_reduce_sorted_cuda(const ampc_scatter_geom *g, ampc_dtype dt,
+                                ampc_scatter_op op, void *t,
+                                const int64_t *idx, const void *src)
+{
+    if (dt == AMPC_FLOAT32) {
+        return scatter_sorted<float>(g, op, (float *)t, idx,
+                                     (const float *)src,
+                                     ampc_scatter_identity_f32(op));
+    }
+    if (dt == AMPC_INT64) {
+        return scatter_sorted<int64_t>(g, op, (int64_t *)t, idx,
+                                       (const int64_t *)src,
+                                       ampc_scatter_identity_i64(op));
+    }
+    ampc_cuda_record_error(__FILE__, __LINE__, "scatter_reduce sorted: dtype",
+                           (int)cudaErrorInvalidValue);
+    return (int)cudaErrorInvalidValue;
 }
 
 extern "C" int

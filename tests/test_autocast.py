@@ -233,6 +233,7 @@ EXPECTED_POLICY = {
     "softplus": (None, "fp32"),
     "reciprocal": (None, "fp32"), "layer_norm": (None, "fp32"),
     "group_norm": (None, "fp32"), "upsample": (None, "fp32"),
+    "upsample_bicubic": (None, "fp32"), "upsample_trilinear": (None, "fp32"),
     "reflection_pad": ("fp32", None), "replication_pad": ("fp32", None),
     "cat": ("promote", None), "stack": ("promote", None),
     # torch 2.13 lists these on CUDA only (its CPU lists have none of

@@ -250,7 +250,7 @@ def test_every_cu_file_compiles_without_warnings(tmp_path):
 # and norm.cu, whose per-element passes (norm_math.h) round as the CPU's do
 # (its sums differ from the CPU's by summation order only).
 BIT_EXACT_SOURCES = ("optim", "random", "dropout", "amp", "copy", "relu",
-                     "pool", "avg_pool", "norm", "lerp")
+                     "pool", "avg_pool", "norm", "lerp", "interp")
 
 
 def _functions(ptx):

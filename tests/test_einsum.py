@@ -19,6 +19,12 @@ CASES = [
     ("ij,kl->", [(2, 3), (4, 5)]), ("b...,b...->b", [(2, 3, 4), (2, 3, 4)]),
     ("i,i->i", [(1,), (4,)]), ("ij,j->i", [(3, 4), (4,)]),
     (" i j , j k -> k i ", [(3, 2), (2, 4)]), (",->", [(), ()]),
+    # a subscript repeated within an operand: its diagonal
+    ("ii->i", [(5, 5)]), ("ii", [(7, 7)]), ("iij->j", [(3, 3, 5)]),
+    ("bii->bi", [(2, 5, 5)]), ("iii->i", [(3, 3, 3)]),
+    ("iji->ij", [(3, 2, 3)]), ("ij,jj->i", [(2, 3), (3, 3)]),
+    ("jij,ii->j", [(3, 4, 3), (4, 4)]), ("...ii->...i", [(2, 3, 4, 4)]),
+    ("abab->ba", [(2, 3, 2, 3)]),
 ]
 
 
@@ -47,6 +53,18 @@ def test_einsum_every_float_dtype_and_non_contiguous(dtype, rng):
     assert out.dtype.name == dtype and out.shape == (4, 6, 3)
     assert_close(out, np.einsum("bik,bjk->bji", to64(x), to64(y)), dtype,
                  k=5)
+
+
+@pytest.mark.parametrize("dtype", FLOAT_NAMES)
+def test_einsum_diagonals_every_float_dtype_and_non_contiguous(dtype, rng):
+    a = rng.uniform(-2, 2, size=(3, 7, 7))
+    x = from_values(np.swapaxes(a, 0, 2).copy(), dtype).transpose(0, 2)
+    for eq in ("bii->bi", "bii->b", "bii->i"):
+        out = ampc.einsum(eq, x)
+        assert out.dtype.name == dtype
+        assert_close(out, np.einsum(eq, to64(x)), dtype, k=7)
+    # the diagonal is a view: no copy of the operand
+    assert ampc.einsum("ii->i", x[0])._base is not None
 
 
 def test_einsum_matches_torch(rng):
@@ -99,9 +117,9 @@ def test_einsum_errors():
         ampc.einsum("ij,ik", a, b)
     with pytest.raises(RuntimeError, match="not part of any ellipsis"):
         ampc.einsum("..i", a)
-    with pytest.raises(NotImplementedError, match="repeated within one "
-                       "operand"):
-        ampc.einsum("ii", ampc.randn(3, 3))
+    with pytest.raises(RuntimeError, match="subscript i is repeated for "
+                       "operand 0 but the sizes don't match, 4 != 3"):
+        ampc.einsum("ii->i", ampc.randn(3, 4))
     with pytest.raises(TypeError, match="expected Tensor as element 0"):
         ampc.einsum("ij", 3)
     with pytest.raises(TypeError, match="sublist"):

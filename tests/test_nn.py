@@ -697,7 +697,8 @@ def test_layers_follow_autocast_policy():
     "ampc.optim.sgd", "ampc.optim.adam", "ampc.optim.lr_scheduler",
     "ampc.serialization", "ampc.nn._conv1d", "ampc.nn._group_norm",
     "ampc.nn._pad", "ampc.nn._interpolate", "ampc.nn.modules.upsampling",
-    "ampc.nn.modules.normalization", "ampc._einsum",
+    "ampc.nn.modules.normalization", "ampc._einsum", "ampc._deterministic",
+    "ampc.utils.deterministic", "ampc._tensor_layout",
 ])
 def test_docstring_examples(module):
     import doctest

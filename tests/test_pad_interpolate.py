@@ -383,12 +383,23 @@ def test_interpolate_bad_arguments():
     with pytest.raises(NotImplementedError, match="Got 4D input, but "
                        "linear mode needs 3D input"):
         F.interpolate(x, scale_factor=2, mode="linear")
-    with pytest.raises(NotImplementedError, match="bicubic"):
-        F.interpolate(x, scale_factor=2, mode="bicubic")
-    with pytest.raises(NotImplementedError, match="5-D|5D"):
-        F.interpolate(ampc.randn(1, 1, 2, 2, 2), scale_factor=2)
-    with pytest.raises(NotImplementedError, match="antialias"):
-        F.interpolate(x, scale_factor=2, mode="bilinear", antialias=True)
+    with pytest.raises(NotImplementedError, match="got 5D.*got bicubic"):
+        F.interpolate(ampc.randn(1, 1, 2, 2, 2), scale_factor=2,
+                      mode="bicubic")
+    with pytest.raises(NotImplementedError, match="Got 3D input, but "
+                       "trilinear mode needs 5D input"):
+        F.interpolate(ampc.randn(1, 1, 2), scale_factor=2, mode="trilinear")
+    with pytest.raises(NotImplementedError, match="got 2D.*got nearest"):
+        F.interpolate(ampc.randn(2, 2), scale_factor=2)
+    with pytest.raises(NotImplementedError, match="got cubic"):
+        F.interpolate(x, scale_factor=2, mode="cubic")
+    with pytest.raises(ValueError, match="Anti-alias option is restricted"):
+        F.interpolate(x, scale_factor=2, mode="nearest", antialias=True)
+    with pytest.raises(ValueError, match="Anti-alias option is restricted"):
+        F.interpolate(ampc.randn(1, 1, 4), scale_factor=2, mode="linear",
+                      antialias=True)
+    with pytest.raises(NotImplementedError, match="lanczos"):
+        F.interpolate(x, scale_factor=2, mode="lanczos", antialias=True)
     with pytest.raises(RuntimeError, match="should be greater than 0"):
         F.interpolate(x, scale_factor=0.1)
 

@@ -1,4 +1,5 @@
-"""tril/triu, roll, movedim, repeat_interleave, diag, outer, addmm,
+"""tril/triu, roll, movedim, repeat_interleave, diag, diagonal,
+diag_embed, outer, addmm,
 hstack/vstack/dstack, meshgrid and broadcast_tensors
 (ampc/_tensor_layout.py) against NumPy, finite differences and torch."""
 import numpy as np
@@ -114,6 +115,77 @@ def test_diag(dtype):
     gradcheck(lambda x: x.diag(-1), lambda x: np.diag(x, -1), [(3, 4)])
     with pytest.raises(RuntimeError, match="diag.*Got 3D"):
         ampc.zeros(2, 2, 2).diag()
+
+
+def _embed_ref(v, offset, d1, d2):
+    """float64 diag_embed: zeros with v's last dim on the diagonal."""
+    n = v.shape[-1] + abs(offset)
+    out = np.zeros(v.shape[:-1] + (n, n))
+    i = np.arange(v.shape[-1])
+    r, c = (i, i + offset) if offset >= 0 else (i - offset, i)
+    out[..., r, c] = v
+    return np.moveaxis(out, (-2, -1), (d1, d2))
+
+
+DIAGONALS = [(0, 0, 1), (2, 0, 1), (-1, 2, 0), (1, -1, -3), (-9, 0, 2),
+             (6, 1, 2)]
+
+
+@pytest.mark.parametrize("dtype", ALL_NAMES)
+def test_diagonal_is_a_strided_view(dtype):
+    v, x = _x((5, 7, 6), dtype, "t")
+    for offset, d1, d2 in DIAGONALS:
+        d = x.diagonal(offset, d1, d2)
+        assert_close(d, np.diagonal(v, offset, d1, d2), dtype)
+        assert d._base is not None
+    d = ampc.diagonal(x.clone(), 1, 0, 2)
+    d.fill_(1)                       # writes reach the base
+    assert (to64(d._base).diagonal(1, 0, 2) == 1).all()
+
+
+def test_diagonal_gradients_and_higher_order():
+    for offset, d1, d2 in DIAGONALS:
+        gradcheck(lambda x: x.diagonal(offset, d1, d2),
+                  lambda x: np.diagonal(x, offset, d1, d2), [(3, 5, 4)])
+    x = ampc.randn(4, 4, requires_grad=True)
+    g, = ampc.autograd.grad((x.diagonal(1) ** 3).sum(), x,
+                            create_graph=True)
+    g.sum().backward()
+    want = np.zeros((4, 4))
+    want[np.arange(3), np.arange(1, 4)] = 6 * to64(x).diagonal(1)
+    assert_close(x.grad, want, "float32")
+
+
+@pytest.mark.parametrize("dtype", ALL_NAMES)
+def test_diag_embed(dtype):
+    v, x = _x((3, 5), dtype, "t")
+    for offset, d1, d2 in [(0, -2, -1), (2, 0, 2), (-1, 2, 1), (1, -3, 1)]:
+        assert_close(x.diag_embed(offset, d1, d2),
+                     _embed_ref(v, offset, d1 % 3, d2 % 3), dtype)
+        if dtype == "float32":
+            gradcheck(lambda t: ampc.diag_embed(t, offset, d1, d2),
+                      lambda t: _embed_ref(t, offset, d1 % 3, d2 % 3),
+                      [(3, 5)])
+
+
+def test_diagonal_and_diag_embed_match_torch_and_errors():
+    torch = torch_or_skip()
+    v, x = _x((4, 3, 5))
+    tx = to_torch(torch, x)
+    for offset, d1, d2 in DIAGONALS:
+        assert np.array_equal(to64(x.diagonal(offset, d1, d2)),
+                              tx.diagonal(offset, d1, d2).double())
+        e, te = x.diag_embed(offset, d1, d2), tx.diag_embed(offset, d1, d2)
+        assert np.array_equal(to64(e), te.double())
+    with pytest.raises(RuntimeError, match="diagonal dimensions cannot be "
+                       "identical 1, -2"):
+        x.diagonal(0, 1, -2)
+    with pytest.raises(IndexError, match="Dimension out of range"):
+        x.diagonal(0, 0, 3)
+    with pytest.raises(IndexError, match="Dimension out of range"):
+        ampc.tensor(2.0).diag_embed()
+    with pytest.raises(TypeError, match="offset"):
+        x.diagonal(0.5)
 
 
 def test_outer():

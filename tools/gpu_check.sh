@@ -7,7 +7,8 @@
 # AMP-bf16 on the GPU; benchmarks/bench_cuda.py --quick,
 # bench_overhead.py (host time per step), the lab's layer-by-layer
 # timings (python -m ampc.lab --layers), bench_indexing.py,
-# bench_norm.py and bench_sort.py; with a minute left, compute-sanitizer over
+# bench_norm.py, bench_sort.py and bench_interpolate.py; with a minute
+# left, compute-sanitizer over
 # tools/sanitize_smoke.py.  Each stage runs
 # even when an earlier one failed (one run gives the most information);
 # the exit code is nonzero when any stage failed.  Logs go to
@@ -224,6 +225,9 @@ stage indexing 30 "$PYTHON" benchmarks/bench_indexing.py --device cuda \
 stage norm 20 "$PYTHON" benchmarks/bench_norm.py --device cuda --repeat 5
 # cumsum, sort and topk beside torch
 stage sort 15 "$PYTHON" benchmarks/bench_sort.py --device cuda --repeat 5
+# interpolate's kernels (bicubic, antialias, trilinear) beside torch
+stage interpolate 15 "$PYTHON" benchmarks/bench_interpolate.py \
+    --device cuda --repeat 5
 # last and optional: only with a minute of the budget left
 if [ $((BUDGET - ($(date +%s) - T0) - 15)) -ge 60 ]; then
     stage sanitize 120 sanitize

@@ -114,6 +114,12 @@ def nn_ops(dev):
                       count_include_pad=False).float().sum()
          + F.adaptive_avg_pool2d(x, (4, 7)).float().sum()
          + F.adaptive_max_pool2d(x, (4, 13)).float().sum()).backward()
+        # interpolate's kernels: bicubic up, antialiased down, trilinear
+        (F.interpolate(x, size=(13, 4), mode="bicubic").float().sum()
+         + F.interpolate(x, scale_factor=0.4, mode="bilinear",
+                         antialias=True).float().sum()
+         + F.interpolate(x.unsqueeze(2), size=(2, 7, 5),
+                         mode="trilinear").float().sum()).backward()
         w = ampc.randn(50, 33, device=dev).to(dt).requires_grad_()
         ix = ampc.tensor([3, 0, 49, 3, 7, 7, 12], device=dev)
         off = ampc.tensor([0, 2, 2, 5], device=dev)

@@ -62,7 +62,8 @@ def graph_backward(node, *grads):
         "masked_fill, casts "
         "and device moves, "
         "sum, mean, max, min, norm, cat, stack, views (reshape, view, flatten, transpose, "
-        "permute, expand, squeeze, unsqueeze, contiguous), indexing, "
+        "permute, expand, squeeze, unsqueeze, contiguous, diagonal), "
+        "diag_embed, indexing, "
         "scatter_reduce, cumsum, cumprod, sort, topk, "
         "in-place writes, matmul, linear, conv2d (with a fused ReLU and "
         "max-pool too), conv_transpose2d, max_pool2d, avg_pool2d, "
@@ -675,8 +676,8 @@ def _mse_loss(node, g):
 def _make_formulas():
     from ..nn import (_activations, _activations_more, _avg_pool,
                       _axis_index, _conv1d, _embedding, _embedding_bag,
-                      _group_norm, _interpolate, _losses_more, _pad,
-                      _pool_more, _similarity)
+                      _group_norm, _losses_more, _pad, _pool_more, _resample,
+                      _similarity)
     from ..nn import _rnn
     from ..nn import _losses as L
     from ..nn import _norm as N
@@ -739,6 +740,7 @@ def _make_formulas():
         **_writes.formulas(),
         **_math.formulas(),
         **_avg_pool.formulas(),
+        **_views.formulas(),
         **_activations.formulas(),
         **_activations_more.formulas(),
         **_embedding.formulas(),
@@ -749,7 +751,7 @@ def _make_formulas():
         **_sort_scan.formulas(),
         **_losses_more.formulas(),
         **_axis_index.formulas(),
-        **_interpolate.formulas(),
+        **_resample.formulas(),
         **_pad.formulas(),
         **_conv1d.formulas(),
         **_group_norm.formulas(),

@@ -94,28 +94,52 @@ def _single(fn, name, v):
     return operator.index(v)
 
 
-def padding_sides(fn, padding, kernel_size, stride, dilation,
-                  error=RuntimeError):
-    """(left, right) zero padding for an int, 'valid' or 'same' (which
-    puts the odd element of an uneven total on the right, as PyTorch);
-    ``error``: F.conv1d's bad strings raise RuntimeError, nn.Conv1d's
-    ValueError, as PyTorch's."""
-    if not isinstance(padding, str):
-        p = _single(fn, "padding", padding)
-        if p < 0:
-            raise RuntimeError(f"{fn}(): negative padding is not supported")
-        return p, p
+def string_sides(fn, padding, kernel_size, stride, dilation,
+                 error=RuntimeError):
+    """((left, right) per dim) for padding 'valid' or 'same' over the
+    dims' kernel_size, stride and dilation: 'same' puts the odd element of
+    an uneven total on the right, as PyTorch.  ``error``: the functions'
+    bad strings raise RuntimeError, the modules' ValueError, as PyTorch's
+    (whose messages differ too)."""
     if padding == "valid":
-        return 0, 0
+        return ((0, 0),) * len(kernel_size)
     if padding != "same":
         raise error(
-            f"Invalid padding string '{padding}', should be one of "
-            "{'valid', 'same'}")
-    if stride != 1:
+            f"Invalid padding string: '{padding}'" if error is RuntimeError
+            else f"Invalid padding string '{padding}', should be one of "
+                 "{'valid', 'same'}")
+    if any(s != 1 for s in stride):
         raise error(
             "padding='same' is not supported for strided convolutions")
-    total = dilation * (kernel_size - 1)
-    return total // 2, total - total // 2
+    totals = [d * (k - 1) for k, d in zip(kernel_size, dilation)]
+    return tuple((t // 2, t - t // 2) for t in totals)
+
+
+def padding_sides(fn, padding, kernel_size, stride, dilation,
+                  error=RuntimeError):
+    """conv1d's (left, right) padding for an int, 'valid' or 'same'."""
+    if isinstance(padding, str):
+        return string_sides(fn, padding, (kernel_size,), (stride,),
+                            (dilation,), error)[0]
+    p = _single(fn, "padding", padding)
+    if p < 0:
+        raise RuntimeError(f"{fn}(): negative padding is not supported")
+    return p, p
+
+
+def pre_pad(input, sides, mode="zeros"):
+    """(input, the symmetric zero padding per dim left to the convolution)
+    for ``sides`` = (left, right) per spatial dim: in another mode than
+    'zeros' F.pad does all of it; an uneven zero padding (padding='same')
+    gets its extra right elements from F.pad, as PyTorch."""
+    if mode != "zeros":
+        flat = tuple(p for side in reversed(sides) for p in side)
+        return _pad(input, flat, mode=mode), (0,) * len(sides)
+    if any(left != right for left, right in sides):
+        extra = tuple(p for left, right in reversed(sides)
+                      for p in (0, right - left))
+        input = _pad(input, extra)
+    return input, tuple(left for left, _ in sides)
 
 
 def conv_sides(input, weight, bias, stride, sides, dilation, groups,
@@ -125,13 +149,8 @@ def conv_sides(input, weight, bias, stride, sides, dilation, groups,
     unbatched = input.ndim == 2
     if unbatched:
         input = input.unsqueeze(0)
-    left, right = sides
-    if mode != "zeros":
-        input = _pad(input, (left, right), mode=mode)
-        left = right = 0
-    elif left != right:
-        input = _pad(input, (0, right - left))
-    out = _run(input, weight, bias, stride, left, dilation, groups)
+    input, (padding,) = pre_pad(input, (sides,), mode)
+    out = _run(input, weight, bias, stride, padding, dilation, groups)
     return out.squeeze(0) if unbatched else out
 
 

@@ -7,7 +7,10 @@ counted, no gradient), ``max_norm`` (rows renormalised in place first, as
 ``F.embedding``) and ``scale_grad_by_freq``.  Forward and weight gradient
 are kernels (csrc/nn_embedding_bag.c, cpu/ref/embedding_bag.c,
 cuda/embedding_bag.cu); the per_sample_weights gradient and the
-create_graph formulas are composites of differentiable ops.
+create_graph formulas are composites of differentiable ops.  Under
+``use_deterministic_algorithms(True)`` a CUDA weight gradient is that
+composite too (the kernel adds with atomics; the composite's index_add is
+sorted by destination).
 
 >>> import ampc
 >>> import ampc.nn.functional as F
@@ -87,6 +90,8 @@ class _EmbeddingBag(Function):
 
     @staticmethod
     def backward(ctx, g):
+        if g.is_cuda and _C._deterministic_algorithms()[0]:
+            return _graph_grads(ctx, g)
         weight, psw, indices, offsets, bag_size, max_idx = ctx.saved_tensors
         gw = gp = None
         if ctx.needs_input_grad[0]:

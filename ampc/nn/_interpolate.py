@@ -1,16 +1,15 @@
 """``interpolate`` (``ampc.nn.functional``): PyTorch's ``F.interpolate``
-for 3-D (N, C, W) and 4-D (N, C, H, W) input in the modes 'nearest',
-'nearest-exact', 'linear' (3-D), 'bilinear' (4-D) and 'area' (4-D).
+for 3-D (N, C, W), 4-D (N, C, H, W) and 5-D (N, C, D, H, W) input in the
+modes 'nearest', 'nearest-exact', 'linear' (3-D), 'bilinear' (4-D),
+'bicubic' (4-D), 'trilinear' (5-D) and 'area', with ``antialias=True``
+for bilinear and bicubic.
 
-Each spatial axis is resampled on its own (the modes are separable), with
-PyTorch's CPU index and weight formulas evaluated in float32 as its
-kernels do (so the same source pixels are picked): nearest modes gather
-along each axis (``_axis_index``); the linear modes gather the two
-neighbours and blend them in float32, the last axis first as PyTorch's
-bilinear sum, and their gradient adds each output's share back to the
-two neighbours.  'area' is ``adaptive_avg_pool2d``.  Under CUDA autocast
-the upsampling runs in float32, as PyTorch's (the CPU keeps the input's
-dtype).
+'nearest' and 'nearest-exact' gather along each axis (``_axis_index``)
+with PyTorch's CPU index formulas evaluated in float32, so the same source
+pixels are picked.  The interpolating modes run ampc's separable kernels
+(``_resample.py``: torch's weights, bicubic's A = -0.75 with the borders
+clamped, the antialias filters).  'area' is adaptive average pooling (one
+or two ``adaptive_avg_pool2d`` passes).
 
 >>> import ampc
 >>> import ampc.nn.functional as F
@@ -25,25 +24,25 @@ import numbers
 
 import numpy as np
 
-from .._creation import tensor, zeros
-from .._dtype_device import float32
-from ..autograd import Function, autocast_listed
 from . import _axis_index as _ax
-from ._args import _needs_grad, _tensor
+from ._args import _tensor
 from ._avg_pool import adaptive_avg_pool2d
+from ._resample import resample
 
 __all__ = ["interpolate"]
 
 _F32 = np.float32
 _NEAREST = {
-    ("nearest", 1): _ax.subclass("UpsampleNearest1DBackward0", "upsample"),
-    ("nearest", 2): _ax.subclass("UpsampleNearest2DBackward0", "upsample"),
-    ("nearest-exact", 1): _ax.subclass("UpsampleNearestExact1DBackward0",
-                                       "upsample"),
-    ("nearest-exact", 2): _ax.subclass("UpsampleNearestExact2DBackward0",
-                                       "upsample"),
+    (mode, k): _ax.subclass(f"UpsampleNearest{name}{k}DBackward0",
+                            "upsample")
+    for mode, name in (("nearest", ""), ("nearest-exact", "Exact"))
+    for k in (1, 2, 3)
 }
-_LINEAR = {"linear": 3, "bilinear": 4}
+# the interpolating modes: (the rank they need, the kernel's mode)
+_KERNEL_MODES = {"linear": (3, "linear"), "bilinear": (4, "linear"),
+                 "trilinear": (5, "linear"), "bicubic": (4, "cubic")}
+_MODES = ("nearest | linear | bilinear | bicubic | trilinear | lanczos | "
+          "area | nearest-exact")
 
 
 # ----------------------------------------------------------------------------
@@ -73,96 +72,6 @@ def _nearest_index(mode, n_in, n_out, scale, shortcuts):
         src = np.floor(((j + 0.5) * np.float64(_scale(n_in, n_out, scale)))
                        .astype(_F32))
     return np.minimum(src.astype(np.int64), n_in - 1)
-
-
-def _linear_weights(n_in, n_out, align_corners, scale):
-    """(index0, index1, lambda0, lambda1) of each output position."""
-    j = np.arange(n_out)
-    if n_out == n_in:
-        return j, j, np.ones(n_out, _F32), np.zeros(n_out, _F32)
-    if align_corners:
-        ratio = (_F32(n_in - 1) / _F32(n_out - 1) if n_out > 1
-                 else _F32(0))
-        real = ratio * j.astype(_F32)
-    else:
-        ratio = _scale(n_in, n_out, scale)
-        real = np.maximum(ratio * (j.astype(_F32) + _F32(0.5)) - _F32(0.5),
-                          _F32(0))
-    i0 = np.minimum(np.floor(real).astype(np.int64), n_in - 1)
-    lam1 = np.clip(real - i0.astype(_F32), _F32(0), _F32(1)).astype(_F32)
-    i1 = i0 + (i0 < n_in - 1)
-    return i0, i1, _F32(1) - lam1, lam1
-
-
-# ----------------------------------------------------------------------------
-# linear modes
-
-
-def _blend_plan(x, sizes, align_corners, scales):
-    """Per spatial axis, the last first: (dim, index0, index1, lambda0,
-    lambda1) as tensors on x's device, the lambdas shaped to broadcast."""
-    plan = []
-    for k in reversed(range(len(sizes))):
-        dim = 2 + k
-        i0, i1, l0, l1 = _linear_weights(x.shape[dim], sizes[k],
-                                         align_corners, scales[k])
-        shape = (sizes[k],) + (1,) * (x.ndim - 1 - dim)
-        plan.append((dim, _ax.index_tensor(i0, x.device),
-                     _ax.index_tensor(i1, x.device),
-                     tensor(l0, device=x.device).view(shape),
-                     tensor(l1, device=x.device).view(shape)))
-    return tuple(plan)
-
-
-def _blend(x, plan):
-    dtype = x.dtype
-    for dim, i0, i1, l0, l1 in plan:
-        # (float32 lambdas: a float16/bfloat16 x blends in float32)
-        x = x.index_select(dim, i0) * l0 + x.index_select(dim, i1) * l1
-    return x.to(dtype) if x.dtype is not dtype else x
-
-
-def _blend_grad(g, shape, plan):
-    dtype = g.dtype
-    shapes = [tuple(shape)]
-    for dim, i0, *_ in plan[:-1]:
-        s = list(shapes[-1])
-        s[dim] = i0.shape[0]
-        shapes.append(tuple(s))
-    for (dim, i0, i1, l0, l1), s in zip(reversed(plan), reversed(shapes)):
-        g = g.float()
-        g = zeros(s, dtype=float32, device=g.device) \
-            .index_add_(dim, i0, g * l0).index_add_(dim, i1, g * l1)
-    return g.to(dtype) if g.dtype is not dtype else g
-
-
-class _UpsampleLinear(Function):
-    autocast_op = "upsample"
-
-    @staticmethod
-    def forward(ctx, x, plan):
-        ctx.shape = tuple(x.shape)
-        ctx.plan = plan
-        return _blend(x, plan)
-
-    @staticmethod
-    def backward(ctx, g):
-        return _blend_grad(g, ctx.shape, ctx.plan), None
-
-
-_LINEAR_NODES = {
-    3: type("UpsampleLinear1D", (_UpsampleLinear,),
-            {"node_name": "UpsampleLinear1DBackward0"}),
-    4: type("UpsampleBilinear2D", (_UpsampleLinear,),
-            {"node_name": "UpsampleBilinear2DBackward0"}),
-}
-
-
-def formulas():
-    """The differentiable backward of the linear modes, for
-    ``backward(create_graph=True)`` (autograd/higher_order.py)."""
-    return {cls: cls.backward
-            for cls in (_UpsampleLinear, *_LINEAR_NODES.values())}
 
 
 # ----------------------------------------------------------------------------
@@ -232,23 +141,81 @@ def _check_sizes(input, sizes):
         f"({got_in}) output ({got_out})")
 
 
+def _area(input, sizes):
+    """Adaptive average pooling to sizes over 1, 2 or 3 spatial dims: the
+    windows are products of one window per axis, so a 1-D or 3-D pooling
+    is adaptive_avg_pool2d over a unit height or twice (H and W, then D
+    against the flattened H * W)."""
+    if len(sizes) == 1:
+        return adaptive_avg_pool2d(input.unsqueeze(2), (1, sizes[0])) \
+            .squeeze(2)
+    if len(sizes) == 2:
+        return adaptive_avg_pool2d(input, tuple(sizes))
+    n, c, d = input.shape[:3]
+    od, oh, ow = sizes
+    y = adaptive_avg_pool2d(input.reshape(n, c * d, *input.shape[3:]),
+                            (oh, ow))
+    y = adaptive_avg_pool2d(y.reshape(n, c, d, oh * ow), (od, oh * ow))
+    return y.reshape(n, c, od, oh, ow)
+
+
+def _nearest(input, sizes, scales, mode):
+    plan = []
+    for k, n in enumerate(sizes):
+        # nearest_idx's shortcuts: PyTorch's CPU kernels take them in 2-D
+        # and 3-D but not in the 1-D forward
+        index = _nearest_index(mode, input.shape[2 + k], n, scales[k],
+                               input.ndim > 3)
+        if n != input.shape[2 + k] or np.any(index != np.arange(n)):
+            plan.append((2 + k, _ax.index_tensor(index, input.device)))
+    return _ax.run(_NEAREST[mode, input.ndim - 2], input, tuple(plan))
+
+
+def _check_mode(input, mode, antialias):
+    """PyTorch's errors for a mode the input's rank does not take."""
+    if antialias and not (mode in ("bilinear", "bicubic", "lanczos")
+                          and input.ndim == 4):
+        raise ValueError(
+            "Anti-alias option is restricted to bilinear, bicubic, and "
+            "lanczos modes and requires a 4-D tensor as input")
+    if mode == "lanczos" and input.ndim == 4:
+        raise NotImplementedError(
+            "interpolate(): ampc does not support mode 'lanczos' (PyTorch's "
+            "CPU-only Lanczos-3 filter); use 'bicubic' with antialias=True")
+    if mode in ("nearest", "nearest-exact", "area"):
+        if input.ndim in (3, 4, 5):
+            return
+    elif _KERNEL_MODES.get(mode, (None,))[0] == input.ndim:
+        return
+    need = {"linear": 3, "bilinear": 4, "trilinear": 5}.get(mode)
+    if need is not None and input.ndim in (3, 4, 5):
+        raise NotImplementedError(
+            f"Got {input.ndim}D input, but {mode} mode needs {need}D input")
+    raise NotImplementedError(
+        "Input Error: Only 3D, 4D and 5D input Tensors supported (got "
+        f"{input.ndim}D) for the modes: {_MODES} (got {mode})")
+
+
 def interpolate(input, size=None, scale_factor=None, mode="nearest",
                 align_corners=None, recompute_scale_factor=None,
                 antialias=False):
-    """Resamples the spatial dims of input (N, C, W) or (N, C, H, W) to
-    ``size`` (an int or one per dim) or by ``scale_factor`` (a float or
-    one per dim; the output size is floor(in * scale_factor), and the
-    sampling uses 1/scale_factor unless ``recompute_scale_factor``).
-    'nearest' takes source index floor(dst * scale) (PyTorch's, kept for
-    compatibility), 'nearest-exact' floor((dst + 0.5) * scale); 'linear'
-    and 'bilinear' blend the two nearest source pixels, pixel centres
-    aligned, or the corner pixels with ``align_corners=True``; 'area'
+    """Resamples the spatial dims of input (N, C, W), (N, C, H, W) or
+    (N, C, D, H, W) to ``size`` (an int or one per dim) or by
+    ``scale_factor`` (a float or one per dim; the output size is floor(in
+    * scale_factor), and the sampling uses 1/scale_factor unless
+    ``recompute_scale_factor``).  'nearest' takes source index floor(dst *
+    scale) (PyTorch's, kept for compatibility), 'nearest-exact' floor((dst
+    + 0.5) * scale); 'linear', 'bilinear' and 'trilinear' blend the two
+    nearest source pixels per dim, 'bicubic' four (cubic convolution, A =
+    -0.75), pixel centres aligned, or the corner pixels with
+    ``align_corners=True``; ``antialias=True`` (bilinear, bicubic) widens
+    the filter by the downsampling factor, as PyTorch (and PIL); 'area'
     averages (adaptive average pooling).
 
     >>> import ampc
     >>> import ampc.nn.functional as F
     >>> F.interpolate(ampc.ones(1, 3, 4, 5), size=(8, 7),
-    ...               mode="bilinear").shape
+    ...               mode="bicubic").shape
     ampc.Size([1, 3, 8, 7])
     """
     _tensor("interpolate", "input", 1, input)
@@ -260,37 +227,18 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest",
                 "trilinear")
     elif align_corners is None:
         align_corners = False
-    if input.ndim not in (3, 4) or mode not in (
-            "nearest", "nearest-exact", "area", "linear", "bilinear"):
-        raise NotImplementedError(
-            "interpolate(): ampc supports 3-D and 4-D input in the modes "
-            "nearest | nearest-exact | linear (3-D) | bilinear (4-D) | area "
-            f"(4-D), got {input.ndim}-D input and mode '{mode}'")
-    sizes, scales = _output_size(input, size, scale_factor,
-                                 bool(recompute_scale_factor))
-    if antialias:
-        raise NotImplementedError(
-            "interpolate(): ampc does not support antialias=True")
-    if mode in _LINEAR and _LINEAR[mode] != input.ndim:
-        raise NotImplementedError(
-            f"Got {input.ndim}D input, but {mode} mode needs "
-            f"{_LINEAR[mode]}D input")
+    if input.ndim < 3:
+        _check_mode(input, mode, False)
+    # "area" mode always needs an explicit size: PyTorch reuses the
+    # recompute_scale_factor path
+    recompute = bool(recompute_scale_factor) or (
+        mode == "area" and size is None)
+    sizes, scales = _output_size(input, size, scale_factor, recompute)
+    _check_mode(input, mode, antialias)
     _check_sizes(input, sizes)
     if mode == "area":
-        if input.ndim != 4:
-            raise NotImplementedError(
-                "interpolate(): ampc supports mode 'area' for 4-D input only")
-        return adaptive_avg_pool2d(input, tuple(sizes))
-    if mode in _LINEAR:
-        plan = _blend_plan(input, sizes, align_corners, scales)
-        cls = _LINEAR_NODES[input.ndim]
-        if _needs_grad(input) or autocast_listed(cls):
-            return cls.apply(input, plan)
-        return _blend(input, plan)
-    plan = []
-    for k, n in enumerate(sizes):
-        index = _nearest_index(mode, input.shape[2 + k], n, scales[k],
-                               input.ndim == 4)
-        if n != input.shape[2 + k] or np.any(index != np.arange(n)):
-            plan.append((2 + k, _ax.index_tensor(index, input.device)))
-    return _ax.run(_NEAREST[mode, input.ndim - 2], input, tuple(plan))
+        return _area(input, sizes)
+    if mode in _KERNEL_MODES:
+        return resample(input, sizes, _KERNEL_MODES[mode][1], align_corners,
+                        scales, antialias)
+    return _nearest(input, sizes, scales, mode)

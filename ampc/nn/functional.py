@@ -31,7 +31,7 @@ from ._activations_more import (celu, celu_, elu, elu_, hardsigmoid,
                                 softsign)
 from ._avg_pool import adaptive_avg_pool2d, avg_pool2d
 from ._bce import binary_cross_entropy_with_logits
-from ._conv1d import conv1d
+from ._conv1d import conv1d, pre_pad, string_sides
 from ._embedding import embedding
 from ._encoding import one_hot
 from ._group_norm import group_norm
@@ -231,30 +231,14 @@ def _conv2d_relu_max_pool(input, weight, bias, stride, padding, dilation,
     return out.squeeze(0) if unbatched else out
 
 
-def _conv_padding(fn, padding, weight, stride, dilation):
-    """padding as a pair of ints; 'valid' is no padding, 'same' keeps the
-    size (stride 1, and an even total padding in each dim)."""
-    if not isinstance(padding, str):
-        return _pair(fn, "padding", padding)
-    if padding == "valid":
-        return (0, 0)
-    if padding != "same":
-        raise ValueError(
-            f"Invalid padding string '{padding}', should be one of "
-            "{'valid', 'same'}")
-    if stride != (1, 1):
-        raise ValueError(
-            "padding='same' is not supported for strided convolutions")
-    pads = []
-    for d, k in zip(dilation, weight.shape[2:4]):
-        total = d * (k - 1)
-        if total % 2:
-            raise ValueError(
-                f"{fn}(): padding='same' with kernel size {k} and dilation "
-                f"{d} needs {total} padding elements, split unevenly; ampc "
-                "pads symmetrically only: pass an explicit padding instead")
-        pads.append(total // 2)
-    return tuple(pads)
+def _conv_sides(fn, padding, weight, stride, dilation, error=RuntimeError):
+    """((top, bottom), (left, right)): padding as pairs of ints, 'valid'
+    or 'same' (PyTorch's split: the odd element of an uneven total at the
+    bottom or right)."""
+    if isinstance(padding, str):
+        return string_sides(fn, padding, tuple(weight.shape[2:4]), stride,
+                            dilation, error)
+    return tuple((p, p) for p in _pair(fn, "padding", padding))
 
 
 def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1,
@@ -285,7 +269,9 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1,
             "conv2d(): expected weight to be 4-D (out_channels, "
             "in_channels, kernel_height, kernel_width), got shape "
             f"{list(weight.shape)}")
-    padding = _conv_padding("conv2d", padding, weight, stride, dilation)
+    sides = _conv_sides("conv2d", padding, weight, stride, dilation)
+    _conv_batch(input)      # the rank check, before any padding
+    input, padding = pre_pad(input, sides)
     return _conv2d(input, weight, bias, stride, padding, dilation, False,
                    groups)
 

@@ -295,6 +295,10 @@ int ampc_avg_pool2d_fwd_ref(const ampc_avg_pool2d_shape *s,
 int ampc_avg_pool2d_bwd_ref(const ampc_avg_pool2d_shape *s,
                             ampc_dtype dt, const void *grad_out,
                             void *grad_in);
+int ampc_interp_fwd_ref(const ampc_interp_shape *s, ampc_dtype dt,
+                        const void *x, void *y);
+int ampc_interp_bwd_ref(const ampc_interp_shape *s, ampc_dtype dt,
+                        const void *grad_out, void *grad_in);
 void ampc_softmax_fwd_ref(int log, ampc_dtype xdt, ampc_dtype ydt,
                           int64_t outer, int64_t r, int64_t inner,
                           const void *x, void *y);
@@ -349,6 +353,10 @@ int ampc_avg_pool2d_fwd_avx2(const ampc_avg_pool2d_shape *s,
 int ampc_avg_pool2d_bwd_avx2(const ampc_avg_pool2d_shape *s,
                              ampc_dtype dt, const void *grad_out,
                              void *grad_in);
+int ampc_interp_fwd_avx2(const ampc_interp_shape *s, ampc_dtype dt,
+                         const void *x, void *y);
+int ampc_interp_bwd_avx2(const ampc_interp_shape *s, ampc_dtype dt,
+                         const void *grad_out, void *grad_in);
 void ampc_softmax_fwd_avx2(int log, ampc_dtype xdt, ampc_dtype ydt,
                            int64_t outer, int64_t r, int64_t inner,
                            const void *x, void *y);
@@ -394,6 +402,10 @@ int ampc_avg_pool2d_fwd_avx512(const ampc_avg_pool2d_shape *s,
 int ampc_avg_pool2d_bwd_avx512(const ampc_avg_pool2d_shape *s,
                                ampc_dtype dt, const void *grad_out,
                                void *grad_in);
+int ampc_interp_fwd_avx512(const ampc_interp_shape *s, ampc_dtype dt,
+                           const void *x, void *y);
+int ampc_interp_bwd_avx512(const ampc_interp_shape *s, ampc_dtype dt,
+                           const void *grad_out, void *grad_in);
 void ampc_softmax_fwd_avx512(int log, ampc_dtype xdt, ampc_dtype ydt,
                              int64_t outer, int64_t r, int64_t inner,
                              const void *x, void *y);

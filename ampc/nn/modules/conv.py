@@ -14,7 +14,7 @@ from ... import _C
 from ..._creation import empty
 from .. import functional as F
 from .. import init
-from .._conv1d import _single, conv_sides, padding_sides
+from .._conv1d import _single, conv_sides, padding_sides, pre_pad
 from ..parameter import Parameter
 from .module import Module
 
@@ -32,6 +32,17 @@ def _add_parameters(conv, channels, out_channels, bias, device, dtype):
         conv.register_parameter("bias", None)
 
 
+_PADDING_MODES = ("zeros", "reflect", "replicate", "circular")
+
+
+def _check_padding_mode(padding_mode):
+    if padding_mode not in _PADDING_MODES:
+        raise ValueError(
+            "padding_mode must be one of {'replicate', 'reflect', "
+            "'circular', 'zeros'}, but got padding_mode="
+            f"'{padding_mode}'")
+
+
 class Conv2d(Module):
     """2-D convolution (cross-correlation) with ``out_channels`` filters of
     ``kernel_size`` over ``in_channels``; ``stride``, ``padding`` (ints,
@@ -39,8 +50,9 @@ class Conv2d(Module):
     (``groups`` divides both channel counts; ``groups=in_channels`` is a
     depthwise convolution).  ``weight`` (out, in / groups, kh, kw) and
     ``bias`` start as U(-1/sqrt(fan_in), 1/sqrt(fan_in)) with fan_in =
-    in / groups * kh * kw (PyTorch's default).  ``padding_mode`` must be
-    'zeros'.
+    in / groups * kh * kw (PyTorch's default).  ``padding_mode`` 'zeros',
+    'reflect', 'replicate' or 'circular' (the input padded by ``F.pad``
+    first, as PyTorch).
 
     >>> import ampc
     >>> conv = ampc.nn.Conv2d(3, 8, 3, padding=1)
@@ -64,10 +76,7 @@ class Conv2d(Module):
                 raise ValueError(
                     f"Conv2d(): {name} must be divisible by groups, got "
                     f"{name}={v}, groups={groups}")
-        if padding_mode != "zeros":
-            raise ValueError(
-                "Conv2d(): ampc supports padding_mode='zeros' only, got "
-                f"'{padding_mode}'")
+        _check_padding_mode(padding_mode)
         self.in_channels = in_channels
         self.out_channels = out_channels
         self.kernel_size = F._pair("Conv2d", "kernel_size", kernel_size)
@@ -77,25 +86,14 @@ class Conv2d(Module):
                 f"{self.kernel_size}")
         self.stride = F._pair("Conv2d", "stride", stride)
         self.dilation = F._pair("Conv2d", "dilation", dilation)
-        if isinstance(padding, str):
-            if padding not in ("same", "valid"):
-                raise ValueError(
-                    f"Invalid padding string '{padding}', should be one of "
-                    "{'valid', 'same'}")
-            if padding == "same" and self.stride != (1, 1):
-                raise ValueError(
-                    "padding='same' is not supported for strided "
-                    "convolutions")
-            self.padding = padding
-        else:
-            self.padding = F._pair("Conv2d", "padding", padding)
         self.groups = groups
         self.padding_mode = padding_mode
         _add_parameters(self, (out_channels, in_channels // groups),
                         out_channels, bias, device, dtype)
-        # resolve 'same'/'valid' once (and check 'same' can be symmetric)
-        self._pad = F._conv_padding("Conv2d", self.padding, self.weight,
-                                    self.stride, self.dilation)
+        self._sides = F._conv_sides("Conv2d", padding, self.weight,
+                                    self.stride, self.dilation, ValueError)
+        self.padding = (padding if isinstance(padding, str)
+                        else tuple(left for left, _ in self._sides))
         self.reset_parameters()
 
     def reset_parameters(self):
@@ -114,12 +112,14 @@ class Conv2d(Module):
             raise TypeError(
                 f"Conv2d.forward(): expected a Tensor input, but got "
                 f"{type(input).__name__}")
+        F._conv_batch(input)    # the rank check, before any padding
+        input, padding = pre_pad(input, self._sides, self.padding_mode)
         if pool is not None:
             return F._conv2d_relu_max_pool(input, self.weight, self.bias,
-                                           self.stride, self._pad,
+                                           self.stride, padding,
                                            self.dilation, pool, self.groups)
         return F._conv2d(input, self.weight, self.bias, self.stride,
-                         self._pad, self.dilation, relu, self.groups)
+                         padding, self.dilation, relu, self.groups)
 
     def forward(self, input):
         return self._forward(input)
@@ -128,14 +128,15 @@ class Conv2d(Module):
         s = (f"{self.in_channels}, {self.out_channels}, kernel_size="
              f"{self.kernel_size}, stride={self.stride}")
         if self.padding != (0, 0):
-            s += (f", padding={self.padding!r}" if isinstance(
-                self.padding, str) else f", padding={self.padding}")
+            s += f", padding={self.padding}"   # strings unquoted, as PyTorch
         if self.dilation != (1, 1):
             s += f", dilation={self.dilation}"
         if self.groups != 1:
             s += f", groups={self.groups}"
         if self.bias is None:
             s += ", bias=False"
+        if self.padding_mode != "zeros":
+            s += f", padding_mode={self.padding_mode}"
         return s
 
 
@@ -250,9 +251,6 @@ class ConvTranspose1d(_ConvTransposeNd):
     _dims = 1
 
 
-_PADDING_MODES = ("zeros", "reflect", "replicate", "circular")
-
-
 class Conv1d(Module):
     """1-D convolution (cross-correlation) with ``out_channels`` filters of
     ``kernel_size`` over ``in_channels`` of (N, C, L) or (C, L) input;
@@ -279,11 +277,7 @@ class Conv1d(Module):
             raise ValueError("in_channels must be divisible by groups")
         if out_channels % groups:
             raise ValueError("out_channels must be divisible by groups")
-        if padding_mode not in _PADDING_MODES:
-            raise ValueError(
-                "padding_mode must be one of {'replicate', 'reflect', "
-                "'circular', 'zeros'}, but got padding_mode="
-                f"'{padding_mode}'")
+        _check_padding_mode(padding_mode)
         self.in_channels = in_channels
         self.out_channels = out_channels
         self.kernel_size = (_single("Conv1d", "kernel_size", kernel_size),)

@@ -12,9 +12,10 @@ __all__ = ["Upsample", "UpsamplingBilinear2d", "UpsamplingNearest2d"]
 
 
 class Upsample(Module):
-    """Resamples (N, C, W) or (N, C, H, W) input to ``size`` or by
-    ``scale_factor`` in ``mode`` ('nearest', 'nearest-exact', 'linear',
-    'bilinear', 'area'); see ``F.interpolate``.
+    """Resamples (N, C, W), (N, C, H, W) or (N, C, D, H, W) input to
+    ``size`` or by ``scale_factor`` in ``mode`` ('nearest', 'nearest-exact',
+    'linear', 'bilinear', 'bicubic', 'trilinear', 'area'); see
+    ``F.interpolate``.
 
     >>> import ampc
     >>> ampc.nn.Upsample(scale_factor=2)(ampc.ones(1, 2, 3, 3)).shape

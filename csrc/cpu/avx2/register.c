@@ -44,6 +44,10 @@ ampc_register_cpu_avx2(ampc_kernel_table *t, const char **variant)
     variant[AMPC_SLOT_avg_pool2d_fwd] = "avx2";
     t->avg_pool2d_bwd = ampc_avg_pool2d_bwd_avx2;
     variant[AMPC_SLOT_avg_pool2d_bwd] = "avx2";
+    t->interp_fwd = ampc_interp_fwd_avx2;
+    variant[AMPC_SLOT_interp_fwd] = "avx2";
+    t->interp_bwd = ampc_interp_bwd_avx2;
+    variant[AMPC_SLOT_interp_bwd] = "avx2";
     t->softmax_fwd = ampc_softmax_fwd_avx2;
     variant[AMPC_SLOT_softmax_fwd] = "avx2";
     t->softmax_bwd = ampc_softmax_bwd_avx2;

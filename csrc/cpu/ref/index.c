@@ -184,16 +184,18 @@ run(index_ctx *c, const int64_t *idx)
     ampc_parallel_for(g->n, AMPC_NN_GRAIN / 4, offsets_range, &oc);
     c->off = off;
     int64_t work = g->n * g->rest_numel;
+    /* adds, and ordered puts, run every tuple in order per element */
+    int in_order = c->op == ADD || (c->op == PUT && g->ordered);
     if (g->nrest > 0 && g->t_rest_stride[g->nrest - 1] != 1 &&
         g->n < g->rest_numel) {
         ampc_parallel_for(g->rest_numel, index_grain(g->n),
                           by_rest_element, c);
     }
-    else if (c->op == ADD && g->nrest > 0 && work >= AMPC_NN_GRAIN) {
+    else if (in_order && g->nrest > 0 && work >= AMPC_NN_GRAIN) {
         ampc_parallel_for(g->rest_numel, ampc_nn_grain(g->n), by_rest_chunk,
                           c);
     }
-    else if (c->op == ADD) {
+    else if (in_order) {
         by_rest_chunk(c, 0, g->rest_numel);
     }
     else {

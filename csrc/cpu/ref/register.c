@@ -39,6 +39,8 @@ ampc_register_cpu_ref(ampc_kernel_table *t, const char **variant)
     t->max_pool2d_gather = ampc_max_pool2d_gather_ref;
     t->avg_pool2d_fwd = ampc_avg_pool2d_fwd_ref;
     t->avg_pool2d_bwd = ampc_avg_pool2d_bwd_ref;
+    t->interp_fwd = ampc_interp_fwd_ref;
+    t->interp_bwd = ampc_interp_bwd_ref;
     t->adaptive_max_pool2d = ampc_adaptive_max_pool2d_ref;
     t->embedding_bag_fwd = ampc_embedding_bag_fwd_ref;
     t->embedding_bag_bwd = ampc_embedding_bag_bwd_ref;

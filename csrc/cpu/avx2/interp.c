@@ -1,0 +1,39 @@
+/* interp.c - interpolate's separable modes, forward and backward: the
+ * bodies of cpu/interp_loops.h compiled for AVX2 + FMA + F16C.
+ */
+#if defined(__x86_64__)
+
+#include "cpu/interp_loops.h"
+
+// ----------------------------------------------------------------------------
+// AVX2
+
+static AMPC_TARGET_AVX2 void
+interp_fwd_range(void *ctx, int64_t b, int64_t e)
+{
+    ampc_interp_fwd_range(&ampc_cvt_avx2, ctx, b, e);
+}
+
+static AMPC_TARGET_AVX2 void
+interp_bwd_range(void *ctx, int64_t b, int64_t e)
+{
+    ampc_interp_bwd_range(&ampc_cvt_avx2, ctx, b, e);
+}
+
+/* x (planes, D, H, W) -> y (planes, OD, OH, OW) */
+int
+ampc_interp_fwd_avx2(const ampc_interp_shape *s, ampc_dtype dt,
+                     const void *x, void *y)
+{
+    return ampc_interp_launch(interp_fwd_range, s, dt, x, y);
+}
+
+/* grad_out (planes, OD, OH, OW) -> grad_in (planes, D, H, W) */
+int
+ampc_interp_bwd_avx2(const ampc_interp_shape *s, ampc_dtype dt,
+                     const void *grad_out, void *grad_in)
+{
+    return ampc_interp_launch(interp_bwd_range, s, dt, grad_out, grad_in);
+}
+
+#endif /* __x86_64__ */
