@@ -1,13 +1,16 @@
-"""batch_norm and layer_norm beside torch, in one process: forward, and
-forward + backward (input, weight and bias gradients), at a ResNet-like
-(256, 64, 16, 16) and a transformer-like (4096, 768), in float32, bfloat16
-and bfloat16 input with float32 parameters (AMP's case).  Each ampc case is
-checked against torch first; the table gives the best of `--repeat` runs in
-ms and torch/ampc.  Not a test: run it by hand.
+"""batch_norm, layer_norm and group_norm beside torch, in one process:
+forward, and forward + backward (input, weight and bias gradients), at a
+ResNet-like (256, 64, 16, 16) (group_norm: 32 groups) and a
+transformer-like (4096, 768), in float32, bfloat16 and bfloat16 input with
+float32 parameters (AMP's case).  Each ampc case is checked against torch
+first; the table gives the best of `--repeat` runs in ms and torch/ampc.
+Not a test: run it by hand.
 
     python benchmarks/bench_norm.py [--repeat 10] [--device cpu|cuda]
+        [--cpu-clock]
 """
 import argparse
+import time
 
 import numpy as np
 
@@ -40,7 +43,8 @@ def cases(device):
     out = []
     for xdt, pdt in DTYPES:
         for name, x, norm in (("batch_norm (256,64,16,16)", img, "bn"),
-                              ("layer_norm (4096,768)", seq, "ln")):
+                              ("layer_norm (4096,768)", seq, "ln"),
+                              ("group_norm (256,64,16,16) g32", img, "gn")):
             c = x.shape[1]
             libs = [ampc] + ([torch] if torch is not None else [])
             fns = {}
@@ -55,9 +59,12 @@ def cases(device):
 
                     def fwd(f=f, xa=xa, w=w, b=b, rm=rm, rv=rv):
                         return f.batch_norm(xa, rm, rv, w, b, True, 0.1)
+                elif norm == "ln":
+                    def fwd(f=f, xa=xa, w=w, b=b, c=c):
+                        return f.layer_norm(xa, (c,), w, b)
                 else:
                     def fwd(f=f, xa=xa, w=w, b=b):
-                        return f.layer_norm(xa, (c,), w, b)
+                        return f.group_norm(xa, 32, w, b)
 
                 def both(fwd=fwd, g=g):
                     fwd().backward(g)
@@ -85,14 +92,18 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=10)
     ap.add_argument("--device", default="cpu")
+    ap.add_argument("--cpu-clock", action="store_true",
+                    help="time by the calling thread's CPU time (with "
+                    "OMP_NUM_THREADS=1 on the CPU)")
     args = ap.parse_args()
     sync = device_sync(args.device, ampc, torch)
+    clock = time.thread_time if args.cpu_clock else time.perf_counter
 
     print(f"{'case':<52}{'ampc ms':>10}{'torch ms':>10}{'torch/ampc':>12}")
     for label, fa, ft in cases(args.device):
         if label.endswith(" fwd"):
             check(fa, ft)
-        print(timed_row(label, fa, ft, args.repeat, sync, 52, 2))
+        print(timed_row(label, fa, ft, args.repeat, sync, 52, 2, clock))
 
 
 if __name__ == "__main__":

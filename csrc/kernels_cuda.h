@@ -598,6 +598,22 @@ typedef int (*ampc_cuda_layer_norm_bwd_fn)(const ampc_layer_norm_shape *s,
                                            const float *rstd, void *grad_x,
                                            void *grad_weight,
                                            void *grad_bias);
+/* group norm (cuda/group_norm.cu): a block per (sample, group); the
+ * weight and bias gradients from per-(sample, channel) sums in scratch,
+ * folded over the samples in order in double (deterministic). */
+typedef int (*ampc_cuda_group_norm_fwd_fn)(const ampc_group_norm_shape *s,
+                                           ampc_dtype xdt, ampc_dtype pdt,
+                                           const void *x, const void *weight,
+                                           const void *bias, float *mean,
+                                           float *rstd, void *y);
+typedef int (*ampc_cuda_group_norm_bwd_fn)(const ampc_group_norm_shape *s,
+                                           ampc_dtype xdt, ampc_dtype pdt,
+                                           const void *grad_y, const void *x,
+                                           const void *weight,
+                                           const float *mean,
+                                           const float *rstd, void *grad_x,
+                                           void *grad_weight,
+                                           void *grad_bias);
 
 // ----------------------------------------------------------------------------
 // kernels_extra.h's kernels on device memory (cuda/scan.cu, cuda/histc.cu,

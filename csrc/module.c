@@ -24,6 +24,7 @@
  *                       backward passes
  *   nn_norm.c           batch_norm and layer_norm and their backward
  *                       passes
+ *   nn_group_norm.c     group_norm and its backward
  *   optim_ops.c         the fused SGD and Adam/AdamW steps (one parameter
  *                       or a list; optim_batch.c their shared checks)
  *   amp_ops.c           the fused AMP unscale-and-check, scale update and
@@ -486,6 +487,7 @@ extern PyMethodDef ampc_stats_methods[];
 extern PyMethodDef ampc_nn_loss_methods[];
 extern PyMethodDef ampc_nn_mse_methods[];
 extern PyMethodDef ampc_nn_norm_methods[];
+extern PyMethodDef ampc_nn_group_norm_methods[];
 extern PyMethodDef ampc_optim_methods[];
 extern PyMethodDef ampc_optim_adaptive_methods[];
 extern PyMethodDef ampc_amp_methods[];
@@ -523,6 +525,7 @@ join_functions(void)
                                    ampc_stats_methods,
                                    ampc_nn_loss_methods,
                                    ampc_nn_mse_methods, ampc_nn_norm_methods,
+                                   ampc_nn_group_norm_methods,
                                    ampc_optim_methods,
                                    ampc_optim_adaptive_methods,
                                    ampc_amp_methods,

@@ -1,14 +1,16 @@
 /* nn_norm.c - the Python-facing normalisation ops of ampc._C: batch_norm
  * and layer_norm, each forward (returning the statistics that backward
- * needs) and backward.  Each op checks its arguments with PyTorch's rules
- * (a 16-bit input may take float32 parameters; all parameters share one
- * dtype), makes its inputs contiguous, allocates its outputs and runs a
- * kernel slot (kernels.h, kernels_cuda.h).  No autograd here:
- * ampc/nn/_norm.py wraps these.
+ * needs) and backward, and the argument checks and backward driver that
+ * nn_group_norm.c shares (nn_norm.h).  Each op checks its arguments with
+ * PyTorch's rules (a 16-bit input may take float32 parameters; all
+ * parameters share one dtype), makes its inputs contiguous, allocates its
+ * outputs and runs a kernel slot (kernels.h, kernels_cuda.h).  No autograd
+ * here: ampc/nn/_norm.py wraps these.
  */
 #include "ampc.h"
 
 #include "linalg_ops.h"
+#include "nn_norm.h"
 #include "nn_ops.h"
 #include "ops.h"
 
@@ -16,9 +18,9 @@
 // argument checks
 
 /* None -> NULL, a tensor -> itself (borrowed); -1 with TypeError. */
-static int
-opt_tensor(const char *fn, const char *arg, PyObject *obj,
-           AmpcTensorObject **out)
+int
+ampc_norm_opt_tensor(const char *fn, const char *arg, PyObject *obj,
+                     AmpcTensorObject **out)
 {
     *out = NULL;
     if (obj == Py_None) {
@@ -32,10 +34,10 @@ opt_tensor(const char *fn, const char *arg, PyObject *obj,
  * them a float tensor of one dtype, the input's or float32 (PyTorch's
  * mixed precision: a 16-bit input with float32 parameters).  xdt when none
  * is given. */
-static int
-param_dtype(const char *fn, ampc_dtype xdt, int n,
-            AmpcTensorObject *const *ps, const char *const *names,
-            ampc_dtype *pdt)
+int
+ampc_norm_param_dtype(const char *fn, ampc_dtype xdt, int n,
+                      AmpcTensorObject *const *ps, const char *const *names,
+                      ampc_dtype *pdt)
 {
     const char *first = NULL;
     *pdt = xdt;
@@ -70,9 +72,10 @@ param_dtype(const char *fn, ampc_dtype xdt, int n,
 }
 
 /* Each present tensor of ps holds `count` elements (one per `what`). */
-static int
-check_counts(const char *fn, int n, AmpcTensorObject *const *ps,
-             const char *const *names, int64_t count, const char *what)
+int
+ampc_norm_check_counts(const char *fn, int n, AmpcTensorObject *const *ps,
+                       const char *const *names, int64_t count,
+                       const char *what)
 {
     for (int k = 0; k < n; k++) {
         if (ps[k] != NULL && ampc_numel(ps[k]) != count) {
@@ -89,9 +92,9 @@ check_counts(const char *fn, int n, AmpcTensorObject *const *ps,
 
 /* A tensor of the statistics saved by a forward: float32, count
  * elements. */
-static int
-check_saved(const char *fn, const char *arg, AmpcTensorObject *t,
-            int64_t count, const char *what)
+int
+ampc_norm_check_saved(const char *fn, const char *arg, AmpcTensorObject *t,
+                      int64_t count, const char *what)
 {
     if (t->dtype != AMPC_FLOAT32) {
         PyErr_Format(PyExc_RuntimeError,
@@ -100,13 +103,14 @@ check_saved(const char *fn, const char *arg, AmpcTensorObject *t,
                      fn, arg, ampc_dtype_name(t->dtype));
         return -1;
     }
-    return check_counts(fn, 1, &t, &arg, count, what);
+    return ampc_norm_check_counts(fn, 1, &t, &arg, count, what);
 }
 
 /* Contiguous versions of the n tensors ts (NULL stays NULL; new
  * references); -1 with an exception, every entry of out then NULL. */
-static int
-contiguous_all(int n, AmpcTensorObject *const *ts, AmpcTensorObject **out)
+int
+ampc_norm_contiguous_all(int n, AmpcTensorObject *const *ts,
+                         AmpcTensorObject **out)
 {
     for (int k = 0; k < n; k++) {
         out[k] = NULL;
@@ -122,24 +126,24 @@ contiguous_all(int n, AmpcTensorObject *const *ts, AmpcTensorObject **out)
     return 0;
 }
 
-static void
-release_all(int n, AmpcTensorObject **ts)
+void
+ampc_norm_release_all(int n, AmpcTensorObject **ts)
 {
     for (int k = 0; k < n; k++) {
         Py_CLEAR(ts[k]);
     }
 }
 
-static void *
-data_or_null(AmpcTensorObject *t)
+void *
+ampc_norm_data(AmpcTensorObject *t)
 {
     return t == NULL ? NULL : t->data;
 }
 
 /* A kernel's return code as an exception: a CUDA error code, or an
  * ampc_nn_status from a CPU kernel.  0 when it succeeded. */
-static int
-kernel_status(const char *fn, int cuda, int rc)
+int
+ampc_norm_kernel_status(const char *fn, int cuda, int rc)
 {
     if (rc == 0) {
         return 0;
@@ -186,32 +190,39 @@ new_grads(AmpcTensorObject *x, const int needs[3], int nd,
     for (int k = 1; k < 3; k++) {
         if (needs[k] && (g[k] = ampc_tensor_empty(nd, shape, pdt,
                                                   x->device)) == NULL) {
-            release_all(3, g);
+            ampc_norm_release_all(3, g);
             return -1;
         }
     }
     return 0;
 }
 
-/* The backward kernel: batch norm's (bn; shape an ampc_batch_norm_shape)
- * or layer norm's (an ampc_layer_norm_shape), on the contiguous c =
- * {grad_output, input, weight or NULL, mean, invstd or rstd} into the
- * gradients gr (NULL where not needed).  The kernel's return code. */
+/* The backward kernel of `kind` (shape: its ampc_*_norm_shape), on the
+ * contiguous c = {grad_output, input, weight or NULL, mean, invstd or
+ * rstd} into the gradients gr (NULL where not needed).  The kernel's
+ * return code. */
 static int
-backward_kernel(int bn, const void *shape, int cuda, ampc_dtype xdt,
-                ampc_dtype pdt, AmpcTensorObject *const *c,
+backward_kernel(ampc_norm_kind kind, const void *shape, int cuda,
+                ampc_dtype xdt, ampc_dtype pdt, AmpcTensorObject *const *c,
                 AmpcTensorObject *const *gr)
 {
-    const void *gy = c[0]->data, *x = c[1]->data, *w = data_or_null(c[2]);
+    const void *gy = c[0]->data, *x = c[1]->data, *w = ampc_norm_data(c[2]);
     const float *m = (const float *)c[3]->data;
     const float *r = (const float *)c[4]->data;
-    void *gx = data_or_null(gr[0]), *gw = data_or_null(gr[1]);
-    void *gb = data_or_null(gr[2]);
-    if (bn) {
+    void *gx = ampc_norm_data(gr[0]), *gw = ampc_norm_data(gr[1]);
+    void *gb = ampc_norm_data(gr[2]);
+    if (kind == AMPC_NORM_KIND_BATCH) {
         const ampc_batch_norm_shape *s = shape;
         return cuda ? ampc_cuda.batch_norm_bwd(s, xdt, pdt, gy, x, w, m, r,
                                                gx, gw, gb)
                     : ampc_cpu.batch_norm_bwd(s, xdt, pdt, gy, x, w, m, r,
+                                              gx, gw, gb);
+    }
+    if (kind == AMPC_NORM_KIND_GROUP) {
+        const ampc_group_norm_shape *s = shape;
+        return cuda ? ampc_cuda.group_norm_bwd(s, xdt, pdt, gy, x, w, m, r,
+                                               gx, gw, gb)
+                    : ampc_cpu.group_norm_bwd(s, xdt, pdt, gy, x, w, m, r,
                                               gx, gw, gb);
     }
     const ampc_layer_norm_shape *s = shape;
@@ -221,20 +232,15 @@ backward_kernel(int bn, const void *shape, int cuda, ampc_dtype xdt,
                                           gw, gb);
 }
 
-/* What batch_norm_backward and layer_norm_backward share once their
- * arguments are checked: in = {grad_output, input, weight or NULL, mean,
- * invstd or rstd}; the parameters' dtype and device, new gradients (the
- * parameter ones of pnd dims pshape), the kernel (backward_kernel's bn and
- * shape) unless `work` is 0, and the (grad_input, grad_weight, grad_bias)
- * tuple.  names[0] names the weight in messages. */
-static PyObject *
-norm_backward(const char *fn, int bn, const void *shape, int work,
-              AmpcTensorObject *const *in, int needs[3], int pnd,
-              const int64_t *pshape, const char *const *names)
+PyObject *
+ampc_norm_backward(const char *fn, ampc_norm_kind kind, const void *shape,
+                   int work, AmpcTensorObject *const *in, int needs[3],
+                   int pnd, const int64_t *pshape, const char *const *names)
 {
     AmpcTensorObject *x = in[1], *w = in[2];
     ampc_dtype pdt = w != NULL ? w->dtype : AMPC_FLOAT32;
-    if ((w != NULL && param_dtype(fn, x->dtype, 1, &w, names, &pdt) < 0) ||
+    if ((w != NULL &&
+         ampc_norm_param_dtype(fn, x->dtype, 1, &w, names, &pdt) < 0) ||
         ampc_nn_cuda_prologue(fn, 5, (AmpcTensorObject *[]){x, in[0], w,
                                                           in[3], in[4]}) <
             0) {
@@ -244,7 +250,7 @@ norm_backward(const char *fn, int bn, const void *shape, int work,
 
     PyObject *result = NULL;
     AmpcTensorObject *c[5], *gr[3] = {NULL};
-    if (contiguous_all(5, in, c) < 0) {
+    if (ampc_norm_contiguous_all(5, in, c) < 0) {
         return NULL;
     }
     if (new_grads(x, needs, pnd, pshape, pdt, gr) < 0) {
@@ -253,20 +259,20 @@ norm_backward(const char *fn, int bn, const void *shape, int work,
     int rc = 0, cuda = ampc_is_cuda(x);
     if (work && (needs[0] || needs[1] || needs[2])) {
         if (cuda) {
-            rc = backward_kernel(bn, shape, 1, x->dtype, pdt, c, gr);
+            rc = backward_kernel(kind, shape, 1, x->dtype, pdt, c, gr);
         }
         else {
             RUN_KERNEL(2 * ampc_numel(x),
-                       rc = backward_kernel(bn, shape, 0, x->dtype, pdt, c,
-                                            gr));
+                       rc = backward_kernel(kind, shape, 0, x->dtype, pdt,
+                                            c, gr));
         }
     }
-    if (kernel_status(fn, cuda, rc) == 0) {
+    if (ampc_norm_kernel_status(fn, cuda, rc) == 0) {
         result = grads_tuple(gr[0], gr[1], gr[2]);
     }
 done:
-    release_all(5, c);
-    release_all(3, gr);
+    ampc_norm_release_all(5, c);
+    ampc_norm_release_all(3, gr);
     return result;
 }
 
@@ -318,7 +324,7 @@ op_batch_norm(PyObject *module, PyObject *args, PyObject *kwds)
         return NULL;
     }
     for (int k = 0; k < 4; k++) {
-        if (opt_tensor(fn, bn_names[k], objs[k], &ps[k]) < 0) {
+        if (ampc_norm_opt_tensor(fn, bn_names[k], objs[k], &ps[k]) < 0) {
             return NULL;
         }
     }
@@ -338,8 +344,9 @@ op_batch_norm(PyObject *module, PyObject *args, PyObject *kwds)
                      fn);
         return NULL;
     }
-    if (check_counts(fn, 4, ps, bn_names, s.c, "channel of input") < 0 ||
-        param_dtype(fn, x->dtype, 4, ps, bn_names, &pdt) < 0 ||
+    if (ampc_norm_check_counts(fn, 4, ps, bn_names, s.c,
+                               "channel of input") < 0 ||
+        ampc_norm_param_dtype(fn, x->dtype, 4, ps, bn_names, &pdt) < 0 ||
         ampc_nn_cuda_prologue(fn, 5, (AmpcTensorObject *[]){x, ps[0], ps[1],
                                                           rm, rv}) < 0) {
         return NULL;
@@ -352,7 +359,7 @@ op_batch_norm(PyObject *module, PyObject *args, PyObject *kwds)
     int64_t cshape[1] = {s.c};
     AmpcTensorObject *in[5] = {x, ps[0], ps[1], rm, rv}, *c[5];
     AmpcTensorObject *y = NULL, *mean = NULL, *invstd = NULL;
-    if (contiguous_all(5, in, c) < 0) {
+    if (ampc_norm_contiguous_all(5, in, c) < 0) {
         return NULL;
     }
     if ((y = ampc_tensor_empty(x->ndim, x->shape, x->dtype, x->device)) ==
@@ -363,22 +370,23 @@ op_batch_norm(PyObject *module, PyObject *args, PyObject *kwds)
             NULL) {
         goto done;
     }
-    void *rmd = data_or_null(c[3]), *rvd = data_or_null(c[4]);
+    void *rmd = ampc_norm_data(c[3]), *rvd = ampc_norm_data(c[4]);
     int rc, cuda = ampc_is_cuda(x);
     if (cuda) {
         rc = ampc_cuda.batch_norm_fwd(&s, x->dtype, pdt, c[0]->data,
-                                      data_or_null(c[1]), data_or_null(c[2]),
+                                      ampc_norm_data(c[1]),
+                                      ampc_norm_data(c[2]),
                                       rmd, rvd, (float *)mean->data,
                                       (float *)invstd->data, y->data);
     }
     else {
         RUN_KERNEL(ampc_numel(x),
                    rc = ampc_cpu.batch_norm_fwd(
-                       &s, x->dtype, pdt, c[0]->data, data_or_null(c[1]),
-                       data_or_null(c[2]), rmd, rvd, (float *)mean->data,
+                       &s, x->dtype, pdt, c[0]->data, ampc_norm_data(c[1]),
+                       ampc_norm_data(c[2]), rmd, rvd, (float *)mean->data,
                        (float *)invstd->data, y->data));
     }
-    if (kernel_status(fn, cuda, rc) < 0) {
+    if (ampc_norm_kernel_status(fn, cuda, rc) < 0) {
         goto done;
     }
     if (training && rm != NULL && s.n * s.hw > 0) {
@@ -395,7 +403,7 @@ op_batch_norm(PyObject *module, PyObject *args, PyObject *kwds)
     }
     result = PyTuple_Pack(3, y, mean, invstd);
 done:
-    release_all(5, c);
+    ampc_norm_release_all(5, c);
     Py_XDECREF(y);
     Py_XDECREF(mean);
     Py_XDECREF(invstd);
@@ -419,7 +427,7 @@ op_batch_norm_backward(PyObject *module, PyObject *args, PyObject *kwds)
         (x = ampc_arg_tensor(fn, "input", x_obj)) == NULL ||
         (m = ampc_arg_tensor(fn, "save_mean", m_obj)) == NULL ||
         (inv = ampc_arg_tensor(fn, "save_invstd", i_obj)) == NULL ||
-        opt_tensor(fn, "weight", w_obj, &w) < 0 ||
+        ampc_norm_opt_tensor(fn, "weight", w_obj, &w) < 0 ||
         ampc_la_parse_needs(fn, needs_obj,
                             "need_input, need_weight, need_bias",
                             needs) < 0 ||
@@ -427,14 +435,18 @@ op_batch_norm_backward(PyObject *module, PyObject *args, PyObject *kwds)
         ampc_arg_dtype(fn, "grad_output", g, x->dtype, "input") < 0 ||
         ampc_arg_shape(fn, "grad_output", g, x->ndim, x->shape,
                        "input") < 0 ||
-        check_saved(fn, "save_mean", m, s.c, "channel of input") < 0 ||
-        check_saved(fn, "save_invstd", inv, s.c, "channel of input") < 0 ||
-        check_counts(fn, 1, &w, bn_names, s.c, "channel of input") < 0) {
+        ampc_norm_check_saved(fn, "save_mean", m, s.c,
+                              "channel of input") < 0 ||
+        ampc_norm_check_saved(fn, "save_invstd", inv, s.c,
+                              "channel of input") < 0 ||
+        ampc_norm_check_counts(fn, 1, &w, bn_names, s.c,
+                               "channel of input") < 0) {
         return NULL;
     }
     s.training = training;
     AmpcTensorObject *in[5] = {g, x, w, m, inv};
-    return norm_backward(fn, 1, &s, 1, in, needs, 1, &s.c, bn_names);
+    return ampc_norm_backward(fn, AMPC_NORM_KIND_BATCH, &s, 1, in, needs, 1,
+                              &s.c, bn_names);
 }
 
 // ----------------------------------------------------------------------------
@@ -553,12 +565,12 @@ op_layer_norm(PyObject *module, PyObject *args, PyObject *kwds)
     if (!PyArg_ParseTupleAndKeywords(args, kwds, "OO|OOd:layer_norm", kwlist,
                                      &x_obj, &ns_obj, &w_obj, &b_obj, &eps) ||
         (x = ampc_arg_tensor(fn, "input", x_obj)) == NULL ||
-        opt_tensor(fn, "weight", w_obj, &ps[0]) < 0 ||
-        opt_tensor(fn, "bias", b_obj, &ps[1]) < 0 ||
+        ampc_norm_opt_tensor(fn, "weight", w_obj, &ps[0]) < 0 ||
+        ampc_norm_opt_tensor(fn, "bias", b_obj, &ps[1]) < 0 ||
         ampc_arg_float(fn, "input", x) < 0 ||
         ln_shape(fn, x, ns_obj, &nd, ns, &s) < 0 ||
         ln_params(fn, ps, nd, ns) < 0 ||
-        param_dtype(fn, x->dtype, 2, ps, ln_names, &pdt) < 0 ||
+        ampc_norm_param_dtype(fn, x->dtype, 2, ps, ln_names, &pdt) < 0 ||
         ampc_nn_cuda_prologue(fn, 3, (AmpcTensorObject *[]){x, ps[0],
                                                           ps[1]}) < 0) {
         return NULL;
@@ -569,7 +581,7 @@ op_layer_norm(PyObject *module, PyObject *args, PyObject *kwds)
     int64_t rshape[1] = {s.rows};
     AmpcTensorObject *in[3] = {x, ps[0], ps[1]}, *c[3];
     AmpcTensorObject *y = NULL, *mean = NULL, *rstd = NULL;
-    if (contiguous_all(3, in, c) < 0) {
+    if (ampc_norm_contiguous_all(3, in, c) < 0) {
         return NULL;
     }
     if ((y = ampc_tensor_empty(x->ndim, x->shape, x->dtype, x->device)) ==
@@ -583,22 +595,23 @@ op_layer_norm(PyObject *module, PyObject *args, PyObject *kwds)
     int rc = 0, cuda = ampc_is_cuda(x);
     if (s.rows * s.d > 0 && cuda) {
         rc = ampc_cuda.layer_norm_fwd(&s, x->dtype, pdt, c[0]->data,
-                                      data_or_null(c[1]), data_or_null(c[2]),
+                                      ampc_norm_data(c[1]),
+                                      ampc_norm_data(c[2]),
                                       (float *)mean->data,
                                       (float *)rstd->data, y->data);
     }
     else if (s.rows * s.d > 0) {
         RUN_KERNEL(ampc_numel(x),
                    rc = ampc_cpu.layer_norm_fwd(
-                       &s, x->dtype, pdt, c[0]->data, data_or_null(c[1]),
-                       data_or_null(c[2]), (float *)mean->data,
+                       &s, x->dtype, pdt, c[0]->data, ampc_norm_data(c[1]),
+                       ampc_norm_data(c[2]), (float *)mean->data,
                        (float *)rstd->data, y->data));
     }
-    if (kernel_status(fn, cuda, rc) == 0) {
+    if (ampc_norm_kernel_status(fn, cuda, rc) == 0) {
         result = PyTuple_Pack(3, y, mean, rstd);
     }
 done:
-    release_all(3, c);
+    ampc_norm_release_all(3, c);
     Py_XDECREF(y);
     Py_XDECREF(mean);
     Py_XDECREF(rstd);
@@ -623,7 +636,7 @@ op_layer_norm_backward(PyObject *module, PyObject *args, PyObject *kwds)
         (x = ampc_arg_tensor(fn, "input", x_obj)) == NULL ||
         (m = ampc_arg_tensor(fn, "mean", m_obj)) == NULL ||
         (r = ampc_arg_tensor(fn, "rstd", r_obj)) == NULL ||
-        opt_tensor(fn, "weight", w_obj, &w) < 0 ||
+        ampc_norm_opt_tensor(fn, "weight", w_obj, &w) < 0 ||
         ampc_la_parse_needs(fn, needs_obj,
                             "need_input, need_weight, need_bias",
                             needs) < 0 ||
@@ -633,12 +646,13 @@ op_layer_norm_backward(PyObject *module, PyObject *args, PyObject *kwds)
         ampc_arg_dtype(fn, "grad_output", g, x->dtype, "input") < 0 ||
         ampc_arg_shape(fn, "grad_output", g, x->ndim, x->shape,
                        "input") < 0 ||
-        check_saved(fn, "mean", m, s.rows, "row of input") < 0 ||
-        check_saved(fn, "rstd", r, s.rows, "row of input") < 0) {
+        ampc_norm_check_saved(fn, "mean", m, s.rows, "row of input") < 0 ||
+        ampc_norm_check_saved(fn, "rstd", r, s.rows, "row of input") < 0) {
         return NULL;
     }
     AmpcTensorObject *in[5] = {g, x, w, m, r};
-    return norm_backward(fn, 0, &s, s.d > 0, in, needs, nd, ns, ln_names);
+    return ampc_norm_backward(fn, AMPC_NORM_KIND_LAYER, &s, s.d > 0, in,
+                              needs, nd, ns, ln_names);
 }
 
 // ----------------------------------------------------------------------------

@@ -1,8 +1,9 @@
-/* norm_math.h - the per-element math of batch norm and layer norm, shared
- * by the CPU loops (csrc/cpu/norm_loops.h) and the CUDA kernels
- * (cuda/norm.cu): the moments from two-pass sums, the inverse standard
- * deviation, the running-statistics update, the normalize + affine step and
- * the backward combination.  Static inline in C, __host__ __device__ in
+/* norm_math.h - the per-element math of batch norm, layer norm and group
+ * norm, shared by the CPU loops (csrc/cpu/norm_loops.h, batch_norm_loops.h,
+ * group_norm_loops.h) and the CUDA kernels (cuda/norm.cu, group_norm.cu):
+ * the moments from two-pass sums, the inverse standard deviation, the
+ * running-statistics update, the normalize + affine step and the backward
+ * combination.  Static inline in C, __host__ __device__ in
  * nvcc, so the CPU tests cover the code the GPU runs.
  *
  * Every float32 product that feeds a sum goes through AMPC_MUL / AMPC_ADD /
@@ -132,6 +133,33 @@ AMPC_HOST_DEVICE float
 ampc_norm_wgrad_acc(float acc, float g, float x, float mean, float rstd)
 {
     return AMPC_ADD(acc, AMPC_MUL(g, ampc_norm_xhat(x, mean, rstd)));
+}
+
+/* Group norm's scale of one channel of a group for ampc_norm_apply (whose
+ * shift is the channel's bias): weight * rstd. */
+AMPC_HOST_DEVICE float
+ampc_group_norm_scale(float w, float rstd)
+{
+    return AMPC_MUL(w, rstd);
+}
+
+/* Group norm's backward gathers, per (sample, channel), c1 = sum(grad_y)
+ * and c2 = sum(grad_y * (x - mean)) over the channel's plane (the NORM_GRAD
+ * sums of grad_y).  The group's NORM_GRAD sums of g = grad_y * w, which
+ * grad_x needs (ampc_norm_bwd_consts), add up w * c1 and w * c2 over the
+ * group's channels; grad_bias adds up c1 over the samples and grad_weight
+ * c2 * rstd (rstd: the sample's group's). */
+AMPC_HOST_DEVICE void
+ampc_group_norm_gather(double c1, double c2, float w, double *s1, double *s2)
+{
+    *s1 = AMPC_DADD(*s1, AMPC_DMUL((double)w, c1));
+    *s2 = AMPC_DADD(*s2, AMPC_DMUL((double)w, c2));
+}
+
+AMPC_HOST_DEVICE double
+ampc_group_norm_wgrad_term(double c2, float rstd)
+{
+    return AMPC_DMUL(c2, (double)rstd);
 }
 
 #endif /* AMPC_NORM_MATH_H */

@@ -9,43 +9,16 @@
  * float32 folded into doubles every AMPC_NORM_FOLD terms; block and warp
  * reductions are fixed trees, so results are deterministic.
  */
-#include "nn_common.cuh"
-#include "norm_math.h"
+#include "norm.cuh"
 
 #define BN_THREADS 512              /* threads per channel block */
 #define LN_ROWS_PER_BLOCK (AMPC_NN_THREADS / 32)
 #define LN_CHUNK 64                 /* rows per weight-gradient partial */
 #define LN_COLS 32                  /* columns per weight-gradient block */
 #define LN_ROW_LANES 8              /* rows a weight-gradient block spans */
-#define AMPC_NORM_FOLD 64           /* float32 terms per double fold */
 
 // ----------------------------------------------------------------------------
 // CUDA kernels: sums
-
-/* Float32 accumulators folded into doubles every AMPC_NORM_FOLD terms. */
-struct norm_acc {
-    float a1 = 0.0f, a2 = 0.0f;
-    double d1 = 0.0, d2 = 0.0;
-    int k = 0;
-
-    __device__ __forceinline__ void
-    add(int kind, float x, float g, float m)
-    {
-        ampc_norm_term(kind, x, g, m, &a1, &a2);
-        if (++k == AMPC_NORM_FOLD) {
-            fold();
-        }
-    }
-
-    __device__ __forceinline__ void
-    fold()
-    {
-        d1 += a1;
-        d2 += a2;
-        a1 = a2 = 0.0f;
-        k = 0;
-    }
-};
 
 /* Calls f(offset) for every element of channel ch of x (N, C, HW) that
  * this thread owns: threads tile (images, plane), so that a narrow plane
@@ -349,27 +322,6 @@ layer_norm_fold_kernel(int64_t chunks, int64_t d, const float *part_w,
 
 // ----------------------------------------------------------------------------
 // kernel launchers
-
-/* Runs BODY with constexpr XT (x's dtype) and PT (the parameters': XT or
- * float32); returns cudaErrorInvalidValue from the enclosing function for
- * any other pair. */
-#define NORM_DISPATCH(xdt, pdt, ...)                                        \
-    AMPC_NN_DISPATCH(xdt, XT, {                                             \
-        if (pdt == XT) {                                                    \
-            constexpr ampc_dtype PT = XT;                                   \
-            __VA_ARGS__;                                                    \
-        }                                                                   \
-        else if (pdt == AMPC_FLOAT32) {                                     \
-            constexpr ampc_dtype PT = AMPC_FLOAT32;                         \
-            __VA_ARGS__;                                                    \
-        }                                                                   \
-        else {                                                              \
-            ampc_cuda_record_error(__FILE__, __LINE__,                      \
-                                   "unsupported parameter dtype",           \
-                                   (int)cudaErrorInvalidValue);             \
-            return (int)cudaErrorInvalidValue;                              \
-        }                                                                   \
-    })
 
 /* x (N, C, HW) -> y (N, C, HW); mean, invstd (C); running stats updated */
 extern "C" int

@@ -633,6 +633,36 @@ def layer_norm_backward(g, x, nd, w=None, eps=1e-5):
     return gx, (g * xhat).sum(axis=lead), g.sum(axis=lead)
 
 
+def group_norm(x, groups, w=None, b=None, eps=1e-5):
+    """(y, mean, rstd) of x (N, C, *) normalised per (sample, group of C /
+    groups channels), then scaled and shifted per channel; mean and rstd
+    (N, groups)."""
+    n, c = x.shape[:2]
+    r = x.reshape(n, groups, -1)
+    mean = r.mean(-1, keepdims=True)
+    rstd = 1.0 / np.sqrt(r.var(-1, keepdims=True) + eps)
+    y = ((r - mean) * rstd).reshape(x.shape)
+    shape = (1, c) + (1,) * (x.ndim - 2)
+    if w is not None:
+        y = y * w.reshape(shape)
+    if b is not None:
+        y = y + b.reshape(shape)
+    return y, mean.reshape(n, groups), rstd.reshape(n, groups)
+
+
+def group_norm_backward(g, x, groups, w=None, eps=1e-5):
+    """(grad_x, grad_w, grad_b) of group_norm: layer norm's formula on each
+    (sample, group), the weight's share taken per channel."""
+    n, c = x.shape[:2]
+    xhat, _, rstd = group_norm(x, groups, eps=eps)
+    gh = g if w is None else g * w.reshape((1, c) + (1,) * (x.ndim - 2))
+    r, rh = gh.reshape(n, groups, -1), xhat.reshape(n, groups, -1)
+    gx = rstd[..., None] * (r - r.mean(-1, keepdims=True)
+                            - rh * (r * rh).mean(-1, keepdims=True))
+    dims = (0,) + tuple(range(2, x.ndim))
+    return gx.reshape(x.shape), (g * xhat).sum(dims), g.sum(dims)
+
+
 # ----------------------------------------------------------------------------
 # AMP: the fused unscale-and-check, the scale update, gradient norms
 

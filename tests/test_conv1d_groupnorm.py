@@ -1,5 +1,5 @@
 """conv1d / Conv1d (ampc/nn/_conv1d.py, on the conv2d kernels) and
-group_norm / GroupNorm (ampc/nn/_group_norm.py, on the layer_norm kernel):
+group_norm / GroupNorm (ampc/nn/_group_norm.py, on the group_norm kernels):
 values and gradients (input, weight, bias) against float64 NumPy
 references on odd-sized random data, every float dtype, non-contiguous
 inputs, finite differences, torch where installed, autocast, modules and

@@ -247,10 +247,12 @@ def test_every_cu_file_compiles_without_warnings(tmp_path):
 
 
 # Kernels whose results the CUDA tests compare with the CPU's bit for bit,
-# and norm.cu, whose per-element passes (norm_math.h) round as the CPU's do
-# (its sums differ from the CPU's by summation order only).
+# and norm.cu and group_norm.cu, whose per-element passes (norm_math.h)
+# round as the CPU's do (their sums differ from the CPU's by summation order
+# only).
 BIT_EXACT_SOURCES = ("optim", "random", "dropout", "amp", "copy", "relu",
-                     "pool", "avg_pool", "norm", "lerp", "interp")
+                     "pool", "avg_pool", "norm", "lerp", "interp",
+                     "group_norm")
 
 
 def _functions(ptx):

@@ -192,10 +192,13 @@ def test_max_pool2d_torch(rng):
 # softmax and log_softmax
 
 # (shape, dim): rows (dim last), columns (dim inside), rows longer than one
-# block of the kernel (4096), columns longer than a fold (64), a 0-d tensor
+# block of the kernel (4096), columns longer than a fold (64), a 0-d tensor;
+# narrow rows of one lane step (16), a step and a tail (17, 33), and the
+# widths where the long lanes begin (127, 128)
 SOFTMAX_CASES = [
     ((1,), 0), ((3, 7), 1), ((7, 3), 0), ((2, 33, 5), 1), ((17, 1000), -1),
     ((2, 5000), 1), ((3, 70, 2), 1), ((), 0), ((5, 1, 3), 1),
+    ((4, 16), 1), ((5, 17), 1), ((3, 33), -1), ((3, 127), 1), ((2, 128), 1),
 ]
 
 
@@ -292,6 +295,31 @@ def test_softmax_special_rows(cpu_level):
             want = ref_fn(x, 1)
         assert np.array_equal(np.isnan(y), np.isnan(want))
         assert_close(y, want, "float32")
+
+
+@pytest.mark.parametrize("width", [16, 17, 33, 127, 128, 200])
+def test_softmax_special_values_in_lanes(cpu_level, width, rng):
+    """NaN, +inf and -inf at the first, a middle, the last and the
+    repeated tail positions of the lane loops: the rows' NaNs and infinities
+    are exactly the reference's."""
+    base = rng.uniform(-4, 4, width)
+    rows = []
+    for at in sorted({0, width // 2, width - 16, width - 1}):
+        for v in (NAN, INF, -INF):
+            row = base.copy()
+            row[at] = v
+            rows.append(row)
+    rows.append(np.full(width, -INF))
+    x = ref.round_to(np.array(rows), "float32")
+    for log in (False, True):
+        fn, ref_fn = softmax_fn(log)
+        y = to64(fn(tensor(x, "float32"), 1))
+        check_variant("softmax_fwd", cpu_level)
+        with np.errstate(invalid="ignore", over="ignore"):
+            want = ref_fn(x, 1)
+        assert np.array_equal(np.isnan(y), np.isnan(want))
+        assert np.array_equal(np.isinf(y), np.isinf(want))
+        assert_close(y, want, "float32", **tol("float32", width))
 
 
 def test_softmax_torch(rng):

@@ -221,7 +221,7 @@ stage layers 40 "$PYTHON" -m ampc.lab --device cuda --layers --no-progress
 # the indexing kernels (gathers, scatter-adds, nonzero) beside torch
 stage indexing 30 "$PYTHON" benchmarks/bench_indexing.py --device cuda \
     --repeat 5
-# batch_norm and layer_norm beside torch
+# batch_norm, layer_norm and group_norm beside torch
 stage norm 20 "$PYTHON" benchmarks/bench_norm.py --device cuda --repeat 5
 # cumsum, sort and topk beside torch
 stage sort 15 "$PYTHON" benchmarks/bench_sort.py --device cuda --repeat 5

@@ -147,6 +147,10 @@ def nn_ops(dev):
         xl = ampc.randn(5, 1031, device=dev).to(dt).requires_grad_()
         wl = ampc.rand(1031, device=dev).to(dt).requires_grad_()
         F.layer_norm(xl, (1031,), wl, wl).float().pow(2).sum().backward()
+        # group norm: odd planes, float32 parameters with a 16-bit input
+        xg = ampc.randn(3, 6, 7, 5, device=dev).to(dt).requires_grad_()
+        wg = ampc.rand(6, device=dev).requires_grad_()
+        F.group_norm(xg, 3, wg, wg * 0.5).float().pow(2).sum().backward()
 
 
 def linalg(dev):

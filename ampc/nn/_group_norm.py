@@ -1,14 +1,16 @@
-"""``group_norm`` (``ampc.nn.functional``): PyTorch's group normalisation
-on ampc's layer_norm kernel.
+"""``group_norm`` (``ampc.nn.functional``): PyTorch's group normalisation,
+one autograd ``Function`` over the fused ``_C.group_norm`` kernel forward
+and one ``_C.group_norm_backward`` call backward.
 
-Input (N, C, *) seen as (N, G, C/G * prod(*)) is exactly a layer norm of
-each row without affine; the per-channel scale and shift follow.  The
-statistics come from the kernel, accumulated in float32 for float16 and
-bfloat16 inputs, and backward is one ``_C.layer_norm_backward`` call for the
-input, with the weight and bias gradients as per-channel sums.  A float16
-or bfloat16 input may come with float32 weight and bias, as PyTorch
-allows; the output keeps the input's dtype.  Under autocast it runs in
-float32 on CUDA and in the input's dtype on the CPU (PyTorch's lists).
+Forward takes each (sample, group)'s statistics in two passes (float32
+lanes folded in double, also for float16 and bfloat16 inputs) and
+normalises with the per-channel scale and shift in a third; backward takes
+the per-(sample, channel) sums of grad_output and grad_output * (x - mean)
+in one pass, then grad_input in a second, and the weight and bias
+gradients from those sums.  A float16 or bfloat16 input may come with
+float32 weight and bias, as PyTorch allows; the output keeps the input's
+dtype.  Under autocast it runs in float32 on CUDA and in the input's dtype
+on the CPU (PyTorch's lists).
 
 >>> import ampc
 >>> import ampc.nn.functional as F
@@ -33,79 +35,39 @@ def _channel_view(t, ndim):
     return t.view((t.shape[0],) + (1,) * (ndim - 2))
 
 
-def _affine(y, weight, bias, dtype):
-    """y (the kernel's fresh output, ours to overwrite) scaled and shifted
-    per channel; float32 parameters of a 16-bit y act in float32, rounded
-    once."""
-    params = [p for p in (weight, bias) if p is not None]
-    if all(p.dtype is y.dtype for p in params):
-        if weight is not None:
-            y.mul_(_channel_view(weight, y.ndim))
-        if bias is not None:
-            y.add_(_channel_view(bias, y.ndim))
-        return y
-    if weight is not None:
-        y = y * _channel_view(weight, y.ndim)
-    if bias is not None:
-        y = y + _channel_view(bias, y.ndim)
-    return y if y.dtype is dtype else y.to(dtype)
-
-
-def _normalise(x, groups, eps):
-    """(x normalised per (sample, group) in x's dtype and shape, the rows
-    it was computed on, mean, rstd)."""
-    k = x.shape[1] // groups
-    for s in x.shape[2:]:
-        k *= s
-    rows = x.reshape(x.shape[0], groups, k)
-    y, mean, rstd = _C.layer_norm(rows, (rows.shape[2],), None, None, eps)
-    return y.view(x.shape), rows, mean, rstd
-
-
 class _GroupNorm(Function):
     node_name = "NativeGroupNormBackward0"
     autocast_op = "group_norm"
 
     @staticmethod
     def forward(ctx, x, groups, weight, bias, eps):
-        y, rows, mean, rstd = _normalise(x, groups, eps)
+        y, mean, rstd = _C.group_norm(x, groups, weight, bias, eps)
+        ctx.groups = groups
         ctx.shape = x.shape
-        ctx.rows = tuple(rows.shape)
+        ctx.rows = _rows(x.shape, groups)
         ctx.eps = eps
         ctx.save_for_backward(x, weight, bias, mean, rstd)
-        return _affine(y, weight, bias, x.dtype)
+        return y
 
     @staticmethod
     def backward(ctx, g):
         x, weight, bias, mean, rstd = ctx.saved_tensors
-        rows = x.reshape(ctx.rows)
         needs = ctx.needs_input_grad
-        gx = gw = gb = None
-        if needs[2] or needs[3]:
-            gw, gb = _param_grads(g, x, mean, rstd, ctx.rows[1])
-            gw = gw.to(weight.dtype) if needs[2] else None
-            gb = gb.to(bias.dtype) if needs[3] else None
-        if needs[0]:
-            gy = g if weight is None else g * _channel_view(weight, g.ndim)
-            gy = gy.to(rows.dtype).reshape(rows.shape)
-            gx = _C.layer_norm_backward(
-                gy, rows, (rows.shape[2],), None, mean, rstd,
-                (True, False, False))[0].view(ctx.shape)
+        if g.dtype is not x.dtype:
+            g = g.to(x.dtype)
+        gx, gw, gb = _C.group_norm_backward(
+            g, x, ctx.groups, weight, mean, rstd,
+            (needs[0], needs[2], needs[3] and bias is not None))
         return gx, None, gw, gb, None
 
 
-def _param_grads(g, x, mean, rstd, groups):
-    """(sum of g * xhat, sum of g) per channel, in float32, from per
-    (sample, channel) sums of g * x and g: xhat is never formed, so two
-    full passes instead of four (PyTorch's CPU kernel does the same)."""
-    n, c = x.shape[0], x.shape[1]
-    g3 = g.reshape(n, c, -1).float()
-    sum_g = g3.sum(2)
-    sum_gx = (g3 * x.reshape(n, c, -1)).sum(2)
-    per_group = (n, groups, 1)
-    mean = mean.view(per_group).expand(n, groups, c // groups).reshape(n, c)
-    rstd = rstd.view(per_group).expand(n, groups, c // groups).reshape(n, c)
-    return (rstd * (sum_gx - mean * sum_g)).sum(0), sum_g.sum(0)
+def _rows(shape, groups):
+    """(N, groups, C / groups * prod(*)): x (N, C, *) as one row per
+    (sample, group), for the differentiable backward."""
+    k = shape[1] // groups
+    for s in shape[2:]:
+        k *= s
+    return (shape[0], groups, k)
 
 
 def formulas():
@@ -193,5 +155,4 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
     _check_param("bias", bias, input)
     if _needs_grad(input, weight, bias) or autocast_listed(_GroupNorm):
         return _GroupNorm.apply(input, groups, weight, bias, eps)
-    y = _normalise(input, groups, eps)[0]
-    return _affine(y, weight, bias, input.dtype)
+    return _C.group_norm(input, groups, weight, bias, eps)[0]

@@ -506,4 +506,27 @@ int ampc_layer_norm_bwd_avx512(const ampc_layer_norm_shape *s, ampc_dtype xdt,
                                const float *mean, const float *rstd,
                                void *grad_x, void *grad_weight,
                                void *grad_bias);
+
+/* group norm (bodies: cpu/group_norm_loops.h) */
+int ampc_group_norm_fwd_ref(const ampc_group_norm_shape *s,
+        ampc_dtype xdt, ampc_dtype pdt, const void *x, const void *weight,
+        const void *bias, float *mean, float *rstd, void *y);
+int ampc_group_norm_bwd_ref(const ampc_group_norm_shape *s,
+        ampc_dtype xdt, ampc_dtype pdt, const void *grad_y, const void *x,
+        const void *weight, const float *mean, const float *rstd,
+        void *grad_x, void *grad_weight, void *grad_bias);
+int ampc_group_norm_fwd_avx2(const ampc_group_norm_shape *s,
+        ampc_dtype xdt, ampc_dtype pdt, const void *x, const void *weight,
+        const void *bias, float *mean, float *rstd, void *y);
+int ampc_group_norm_bwd_avx2(const ampc_group_norm_shape *s,
+        ampc_dtype xdt, ampc_dtype pdt, const void *grad_y, const void *x,
+        const void *weight, const float *mean, const float *rstd,
+        void *grad_x, void *grad_weight, void *grad_bias);
+int ampc_group_norm_fwd_avx512(const ampc_group_norm_shape *s,
+        ampc_dtype xdt, ampc_dtype pdt, const void *x, const void *weight,
+        const void *bias, float *mean, float *rstd, void *y);
+int ampc_group_norm_bwd_avx512(const ampc_group_norm_shape *s,
+        ampc_dtype xdt, ampc_dtype pdt, const void *grad_y, const void *x,
+        const void *weight, const float *mean, const float *rstd,
+        void *grad_x, void *grad_weight, void *grad_bias);
 #endif /* AMPC_CPU_CPU_H */

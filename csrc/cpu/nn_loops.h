@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cpu/nn_runs.h"
 #include "cpu/reduce_loops.h"
 #include "nn_math.h"
 
@@ -44,63 +45,6 @@ static inline int64_t
 ampc_nn_grain(int64_t work)
 {
     return work >= AMPC_NN_GRAIN ? 1 : AMPC_NN_GRAIN / (work > 0 ? work : 1);
-}
-
-// ----------------------------------------------------------------------------
-// runs
-
-/* NaN-propagating max of x[0:n], n >= 1 (a NaN anywhere gives a NaN), in
- * AMPC_RED_LANES lanes; a short run goes in order, where setting up the
- * lanes would cost more than the run. */
-static AMPC_ALWAYS_INLINE float
-ampc_nn_max_run(const float *x, int64_t n)
-{
-    float m = x[0];
-    int64_t i = 1;
-    if (n >= 2 * AMPC_RED_LANES) {
-        float acc[AMPC_RED_LANES];
-        int l;
-        memcpy(acc, x, sizeof(acc));
-        for (i = AMPC_RED_LANES; i + AMPC_RED_LANES <= n;
-             i += AMPC_RED_LANES) {
-            for (l = 0; l < AMPC_RED_LANES; l++) {
-                acc[l] = ampc_nn_max(acc[l], x[i + l]);
-            }
-        }
-        for (l = 0; l < AMPC_RED_LANES; l++) {
-            m = ampc_nn_max(m, acc[l]);
-        }
-    }
-    for (; i < n; i++) {
-        m = ampc_nn_max(m, x[i]);
-    }
-    return m;
-}
-
-/* Sum of x[0:n], n <= AMPC_NN_ROW: loops.h's lanes, or in order for a
- * short run. */
-static AMPC_ALWAYS_INLINE float
-ampc_nn_sum_run(const float *x, int64_t n)
-{
-    if (n >= 2 * AMPC_RED_LANES) {
-        return ampc_sum_lanes_f32(x, n);
-    }
-    float s = 0.0f;
-    for (int64_t i = 0; i < n; i++) {
-        s += x[i];
-    }
-    return s;
-}
-
-/* e[i] = exp(x[i] - m) for i < n <= AMPC_NN_ROW, m the max of x; returns
- * their sum. */
-static AMPC_ALWAYS_INLINE float
-ampc_exp_sum_f32(const float *x, int64_t n, float m, float *e)
-{
-    for (int64_t i = 0; i < n; i++) {
-        e[i] = ampc_exp_nonpos_f32(x[i] - m);
-    }
-    return ampc_nn_sum_run(e, n);
 }
 
 // ----------------------------------------------------------------------------

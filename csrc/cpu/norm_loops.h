@@ -136,8 +136,48 @@ typedef struct {
     float *part_w, *part_b;     /* backward: (chunks, D) or NULL */
 } ampc_ln_ctx;
 
-/* items: rows.  Sum, centred sums, then the output: three passes over a
- * row that is widened once when it fits AMPC_NN_ROW floats. */
+/* The mean and rstd (1 / sqrt(biased variance + eps)) of the d > 0 values
+ * at x (xdt): a NORM_SUM pass for a first mean, then a NORM_DEV pass
+ * around it, over blocks of AMPC_NN_ROW widened into xb.  When d fits one
+ * block, it is widened once and *xf points at its values for the caller's
+ * output pass.  Layer norm's rows and group norm's groups. */
+static AMPC_ALWAYS_INLINE void
+ampc_norm_stats(const ampc_converters *cv, ampc_dtype xdt, const char *x,
+                int64_t d, double eps, float *xb, const float **xf,
+                float *mean, float *rstd)
+{
+    size_t es = ampc_dtype_size[xdt];
+    int one = d <= AMPC_NN_ROW;
+    const float *f = NULL;
+    double s1, s2, mu, var;
+    int64_t i, n;
+    ampc_norm_lanes L;
+    ampc_norm_lanes_init(&L, AMPC_NORM_SUM);
+    for (i = 0; i < d; i += AMPC_NN_ROW) {
+        n = ampc_nn_min(AMPC_NN_ROW, d - i);
+        f = ampc_load_block_f32(cv, xdt, x + i * (int64_t)es, 1, n, xb, NULL);
+        ampc_norm_run(&L, AMPC_NORM_SUM, f, NULL, 0.0f, n);
+    }
+    ampc_norm_lanes_total(&L, AMPC_NORM_SUM, &s1, &s2);
+    float m0 = (float)(s1 / (double)d);
+    ampc_norm_lanes_init(&L, AMPC_NORM_DEV);
+    for (i = 0; i < d; i += AMPC_NN_ROW) {
+        n = ampc_nn_min(AMPC_NN_ROW, d - i);
+        if (!one) {
+            f = ampc_load_block_f32(cv, xdt, x + i * (int64_t)es, 1, n, xb,
+                                    NULL);
+        }
+        ampc_norm_run(&L, AMPC_NORM_DEV, f, NULL, m0, n);
+    }
+    ampc_norm_lanes_total(&L, AMPC_NORM_DEV, &s1, &s2);
+    ampc_norm_moments(m0, s1, s2, d, &mu, &var);
+    *mean = (float)mu;
+    *rstd = (float)ampc_norm_invstd(var, eps);
+    *xf = f;
+}
+
+/* items: rows.  The statistics (two passes), then the output: three passes
+ * over a row that is widened once when it fits AMPC_NN_ROW floats. */
 static AMPC_ALWAYS_INLINE void
 ampc_layer_norm_fwd_range(const ampc_converters *cv, const ampc_ln_ctx *c,
                           int64_t b, int64_t e)
@@ -151,29 +191,8 @@ ampc_layer_norm_fwd_range(const ampc_converters *cv, const ampc_ln_ctx *c,
     for (int64_t row = b; row < e; row++) {
         const char *x = (const char *)c->x + row * d * (int64_t)es;
         char *y = (char *)c->out + row * d * (int64_t)es;
-        double s1, s2, mu, var;
-        ampc_norm_lanes L;
-        ampc_norm_lanes_init(&L, AMPC_NORM_SUM);
-        for (i = 0; i < d; i += AMPC_NN_ROW) {
-            n = ampc_nn_min(AMPC_NN_ROW, d - i);
-            xf = ampc_load_block_f32(cv, c->xdt, x + i * (int64_t)es, 1, n,
-                                     xb, NULL);
-            ampc_norm_run(&L, AMPC_NORM_SUM, xf, NULL, 0.0f, n);
-        }
-        ampc_norm_lanes_total(&L, AMPC_NORM_SUM, &s1, &s2);
-        float m0 = (float)(s1 / (double)d);
-        ampc_norm_lanes_init(&L, AMPC_NORM_DEV);
-        for (i = 0; i < d; i += AMPC_NN_ROW) {
-            n = ampc_nn_min(AMPC_NN_ROW, d - i);
-            if (!one) {
-                xf = ampc_load_block_f32(cv, c->xdt, x + i * (int64_t)es, 1,
-                                         n, xb, NULL);
-            }
-            ampc_norm_run(&L, AMPC_NORM_DEV, xf, NULL, m0, n);
-        }
-        ampc_norm_lanes_total(&L, AMPC_NORM_DEV, &s1, &s2);
-        ampc_norm_moments(m0, s1, s2, d, &mu, &var);
-        float mf = (float)mu, rf = (float)ampc_norm_invstd(var, c->s->eps);
+        float mf, rf;
+        ampc_norm_stats(cv, c->xdt, x, d, c->s->eps, xb, &xf, &mf, &rf);
         c->mean[row] = mf;
         c->rstd[row] = rf;
         for (i = 0; i < d; i += AMPC_NN_ROW) {

@@ -11,6 +11,8 @@
 // ----------------------------------------------------------------------------
 // reduction parts (the bodies of each level's ampc_reduce_parts)
 
+_Static_assert(AMPC_RED_LANES == 64, "ampc_sum_lanes_f32 folds 64 lanes");
+
 /* Sum of n <= AMPC_RED_BLOCK floats: AMPC_RED_LANES independent partial sums
  * (a vectorisable element-wise update), then a fixed pairwise tree, so every
  * level adds in the same order. */
@@ -28,12 +30,21 @@ ampc_sum_lanes_f32(const float *x, int64_t n)
     for (l = 0; i < n; i++, l++) {
         acc[l] += x[i];
     }
-    for (int w = AMPC_RED_LANES / 2; w > 0; w /= 2) {
-        for (l = 0; l < w; l++) {
-            acc[l] += acc[l + w];
-        }
+    /* the halving tree spelled out: a loop over the widths leaves gcc a
+     * scalar chain */
+    for (l = 0; l < 32; l++) {
+        acc[l] += acc[l + 32];
     }
-    return acc[0];
+    for (l = 0; l < 16; l++) {
+        acc[l] += acc[l + 16];
+    }
+    for (l = 0; l < 8; l++) {
+        acc[l] += acc[l + 8];
+    }
+    for (l = 0; l < 4; l++) {
+        acc[l] += acc[l + 4];
+    }
+    return (acc[0] + acc[2]) + (acc[1] + acc[3]);
 }
 
 /* NaN-propagating max (or min) of x[0:n], n >= 1: a NaN lane stays NaN. */

@@ -78,6 +78,10 @@ ampc_register_cpu_avx2(ampc_kernel_table *t, const char **variant)
     variant[AMPC_SLOT_layer_norm_fwd] = "avx2";
     t->layer_norm_bwd = ampc_layer_norm_bwd_avx2;
     variant[AMPC_SLOT_layer_norm_bwd] = "avx2";
+    t->group_norm_fwd = ampc_group_norm_fwd_avx2;
+    variant[AMPC_SLOT_group_norm_fwd] = "avx2";
+    t->group_norm_bwd = ampc_group_norm_bwd_avx2;
+    variant[AMPC_SLOT_group_norm_bwd] = "avx2";
 #else
     (void)t;
     (void)variant;

@@ -78,6 +78,10 @@ ampc_register_cpu_avx512(ampc_kernel_table *t, const char **variant)
     variant[AMPC_SLOT_layer_norm_fwd] = "avx512";
     t->layer_norm_bwd = ampc_layer_norm_bwd_avx512;
     variant[AMPC_SLOT_layer_norm_bwd] = "avx512";
+    t->group_norm_fwd = ampc_group_norm_fwd_avx512;
+    variant[AMPC_SLOT_group_norm_fwd] = "avx512";
+    t->group_norm_bwd = ampc_group_norm_bwd_avx512;
+    variant[AMPC_SLOT_group_norm_bwd] = "avx512";
     t->random = ampc_random_avx512;
     variant[AMPC_SLOT_random] = "avx512";
 #else

@@ -1,6 +1,6 @@
-/* norm.c - batch norm and layer norm, forward and backward: the bodies of
- * cpu/batch_norm_loops.h and cpu/norm_loops.h compiled for the baseline ISA
- * (cpu/norm_level.h).
+/* norm.c - batch norm, layer norm and group norm, forward and backward:
+ * the bodies of cpu/batch_norm_loops.h, norm_loops.h and group_norm_loops.h
+ * compiled for the baseline ISA (cpu/norm_level.h).
  */
 #include "cpu/cpu.h"
 

@@ -61,6 +61,8 @@ ampc_register_cpu_ref(ampc_kernel_table *t, const char **variant)
     t->batch_norm_bwd = ampc_batch_norm_bwd_ref;
     t->layer_norm_fwd = ampc_layer_norm_fwd_ref;
     t->layer_norm_bwd = ampc_layer_norm_bwd_ref;
+    t->group_norm_fwd = ampc_group_norm_fwd_ref;
+    t->group_norm_bwd = ampc_group_norm_bwd_ref;
     for (int s = 0; s < AMPC_NUM_SLOTS; s++) {
         variant[s] = "ref";
     }
